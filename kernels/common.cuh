@@ -1,0 +1,53 @@
+/* common.cuh - shared by the .cu files in kernels/: error checks and dtype traits.
+ *
+ * SWIN_CUDA_TRY(call)       return SWIN_ERR_CUDA naming the call, file and line when it fails
+ * SWIN_LAUNCH_CHECK(name)   after a launch: cudaGetLastError(), and a synchronise when
+ *                           swin_cuda_debug_sync is set (SWIN_CUDA_SYNC=1) to pin async faults
+ * load_f / store_f          read/write one element of the session dtype as float
+ */
+#ifndef SWIN_COMMON_CUH
+#define SWIN_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ops.h"
+#include "../src/internal.h"
+
+#define SWIN_CUDA_TRY(call)                                                                    \
+    do {                                                                                       \
+        cudaError_t swin_e_ = (call);                                                          \
+        if (swin_e_ != cudaSuccess)                                                            \
+            return swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+                             cudaGetErrorString(swin_e_));                                     \
+    } while (0)
+
+#define SWIN_LAUNCH_CHECK(name, stream)                                                        \
+    do {                                                                                       \
+        cudaError_t swin_e_ = cudaGetLastError();                                              \
+        if (swin_e_ == cudaSuccess && swin_cuda_debug_sync) swin_e_ = cudaStreamSynchronize(stream); \
+        if (swin_e_ != cudaSuccess)                                                            \
+            return swin_fail(SWIN_ERR_CUDA, "kernel %s failed (%s:%d): %s", name, __FILE__,     \
+                             __LINE__, cudaGetErrorString(swin_e_));                           \
+    } while (0)
+
+__device__ __forceinline__ float load_f(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float load_f(const __half *p, size_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load_f(const __nv_bfloat16 *p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store_f(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_f(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store_f(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+/* Dispatch a templated launcher on the runtime dtype: SWIN_DISPATCH(dt, T, expr using T). */
+#define SWIN_DISPATCH(dt, T, ...)                                                              \
+    do {                                                                                       \
+        switch (dt) {                                                                          \
+        case SWIN_DT_F32: { typedef float T; __VA_ARGS__; } break;                             \
+        case SWIN_DT_F16: { typedef __half T; __VA_ARGS__; } break;                            \
+        case SWIN_DT_BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; } break;                    \
+        default: return swin_fail(SWIN_ERR_ARGUMENT, "unknown dtype %d", (int)(dt));           \
+        }                                                                                      \
+    } while (0)
+
+#endif

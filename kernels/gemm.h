@@ -1,0 +1,32 @@
+/* gemm.h - linear layers through cuBLASLt with fused epilogues (kernels/gemm.c).
+ *
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]) (+ residual [M, N])
+ *
+ * Row-major PyTorch layouts; w and bias in the session dtype; fp32 accumulation always;
+ * SWIN_TF32 allows TF32 tensor cores for fp32 data, SWIN_FP32 forbids them. Plans (descriptors
+ * and the chosen algorithm) are cached per shape, so replays and graph capture do no heuristics.
+ */
+#ifndef SWIN_GEMM_H
+#define SWIN_GEMM_H
+
+#include <cuda_runtime_api.h>
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct swin_gemm swin_gemm;
+
+swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspace, size_t ws_bytes);
+void swin_gemm_free(swin_gemm *g);
+void *swin_gemm_cublas(swin_gemm *g);   /* the cublasHandle_t, for batched GEMMs elsewhere */
+
+swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
+                             const void *residual, int M, int K, int N, swin_act act,
+                             swin_gemm *g, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/* args.c - flag parsing helpers shared by the subcommands. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_parse_int(const char *s, int lo, int hi, int *out) {
+    if (!s || !*s) return 1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return 1;
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_float(const char *s, float *out) {
+    if (!s || !*s) return 1;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v)) return 1;
+    *out = (float)v;
+    return 0;
+}
+
+int cli_parse_device(const char *s, swin_device *dev, int *index) {
+    if (!s) return 1;
+    if (!strcmp(s, "cpu")) { *dev = SWIN_DEVICE_CPU; *index = 0; return 0; }
+    if (!strcmp(s, "cuda")) { *dev = SWIN_DEVICE_CUDA; *index = 0; return 0; }
+    if (!strncmp(s, "cuda:", 5) && !cli_parse_int(s + 5, 0, 1023, index)) { *dev = SWIN_DEVICE_CUDA; return 0; }
+    return 1;
+}
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "swin %s: %s needs a value\n", cmd, argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "swin %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+const char *cli_default_model(void) { return SWIN_SOURCE_DIR "/weights/digits"; }

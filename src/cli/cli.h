@@ -1,0 +1,31 @@
+/* cli.h - the `swin` command: one file per subcommand (cmd_<name>.c), shared flag helpers.
+ * Exit codes: 0 success, 1 the job ran but failed (verify FAIL, some image bad), 2 usage or
+ * bad input (message on stderr, one line, naming the file and the problem). */
+#ifndef SWIN_CLI_H
+#define SWIN_CLI_H
+
+#include "swin.h"
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+
+int cmd_info(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_classify(int argc, char **argv);
+int cmd_preprocess(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* "cpu", "cuda", "cuda:N" */
+int cli_parse_device(const char *s, swin_device *dev, int *index);
+/* strict integer / float parsing; 0 on success */
+int cli_parse_int(const char *s, int lo, int hi, int *out);
+int cli_parse_float(const char *s, float *out);
+/* argv[i] is a flag taking a value: returns the value, or NULL after printing
+ * "swin <cmd>: <flag> needs a value" */
+const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+/* print "swin <cmd>: <message>" and return EXIT_USAGE */
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* the embedded default model directory (weights/digits in the source tree) */
+const char *cli_default_model(void);
+
+#endif

@@ -1,0 +1,32 @@
+/* main.c - `swin` entry point: dispatches to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: swin <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  classify    classify images (default model: the bundled digits Swin)\n"
+            "  verify      run a reference input and compare with reference logits\n"
+            "  info        describe a model (and, with --device cuda, its memory plan)\n"
+            "  preprocess  write the model's input tensor for images to a .safetensors file\n"
+            "  bench       measure latency and throughput on the GPU\n"
+            "\n"
+            "`swin <command> --help` describes each command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return EXIT_USAGE; }
+    const char *c = argv[1];
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) { usage(stdout); return 0; }
+    if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(c, "verify")) return cmd_verify(argc - 1, argv + 1);
+    if (!strcmp(c, "classify")) return cmd_classify(argc - 1, argv + 1);
+    if (!strcmp(c, "preprocess")) return cmd_preprocess(argc - 1, argv + 1);
+    if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "swin: unknown command '%s' (try swin --help)\n", c);
+    return EXIT_USAGE;
+}

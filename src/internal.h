@@ -1,0 +1,49 @@
+/* internal.h - helpers shared inside libswin: error messages, small utilities. Not installed. */
+#ifndef SWIN_INTERNAL_H
+#define SWIN_INTERNAL_H
+
+#include <stddef.h>
+#include "swin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SWIN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SWIN_PRINTF(a, b)
+#endif
+
+/* Record a printf-style message for swin_last_error() and return st. Usage:
+ *   return swin_fail(SWIN_ERR_TENSOR, "%s: tensor '%s' has shape [%d], expected [%d]", ...); */
+swin_status swin_fail(swin_status st, const char *fmt, ...) SWIN_PRINTF(2, 3);
+/* Prefix the current message: "ctx: <old message>" (adds the file name on the way up). */
+swin_status swin_fail_prefix(swin_status st, const char *fmt, ...) SWIN_PRINTF(2, 3);
+void swin_clear_error(void);
+
+#define SWIN_TRY(expr)                          \
+    do {                                        \
+        swin_status swin_try_st_ = (expr);      \
+        if (swin_try_st_ != SWIN_OK) return swin_try_st_; \
+    } while (0)
+
+/* Size arithmetic that reports overflow instead of wrapping (returns 0 on success). */
+int swin_mul_size(size_t a, size_t b, size_t *out);
+int swin_add_size(size_t a, size_t b, size_t *out);
+
+/* Arena carving: align 256 bytes; off advances. Use twice: once with base == NULL to size, once
+ * to place. */
+static inline void *swin_carve(char *base, size_t *off, size_t bytes) {
+    size_t o = (*off + 255u) & ~(size_t)255u;
+    *off = o + bytes;
+    return base ? (void *)(base + o) : NULL;
+}
+
+/* Read a whole small file (configs, label lists) up to max bytes; NUL-terminated. */
+swin_status swin_read_text(const char *path, size_t max, char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/* testutil.c - see testutil.h */
+#include "testutil.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static int g_pass, g_fail;
+static uint64_t g_state = 0x9E3779B97F4A7C15ull;
+
+int tu_check(int ok, const char *file, int line, const char *expr, const char *fmt, ...) {
+    if (ok) { g_pass++; return 1; }
+    g_fail++;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "not ok %s:%d (%s): ", file, line, expr);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return 0;
+}
+
+int tu_finish(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, g_pass, g_fail);
+    if (g_pass + g_fail == 0) { fprintf(stderr, "%s: no checks ran\n", suite); return 1; }
+    return g_fail ? 1 : 0;
+}
+
+void tu_seed(uint64_t s) { g_state = s ? s : 1; }
+static uint64_t next(void) {
+    g_state ^= g_state >> 12; g_state ^= g_state << 25; g_state ^= g_state >> 27;
+    return g_state * 2685821657736338717ull;
+}
+float tu_uniform(float lo, float hi) { return lo + (hi - lo) * (float)((next() >> 40) / 16777216.0); }
+void tu_fill(float *x, size_t n, float lo, float hi) { for (size_t i = 0; i < n; i++) x[i] = tu_uniform(lo, hi); }
+
+double tu_max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) return INFINITY;  /* NaN never passes */
+        if (d > m) m = d;
+    }
+    return m;
+}
+double tu_max_abs(const float *a, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) if (fabs(a[i]) > m) m = fabs(a[i]);
+    return m;
+}
+
+#include <string.h>
+
+uint16_t tu_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+float tu_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t tu_f32_to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, absu = u & 0x7fffffffu;
+    if (absu > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);                  /* NaN */
+    if (absu >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                 /* overflow -> inf */
+    if (absu < 0x38800000u) {                                                    /* subnormal half */
+        float a;
+        memcpy(&a, &absu, 4);
+        return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f));             /* a / 2^-24 */
+    }
+    uint32_t mant = absu & 0x7fffffu, exp = (absu >> 23) - 112;
+    uint32_t h = (exp << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+float tu_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+    float f;
+    if (exp == 0) {
+        f = ldexpf((float)mant, -24);
+        return sign ? -f : f;
+    }
+    uint32_t u = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
+    memcpy(&f, &u, 4);
+    return f;
+}
+void tu_round_to(float *x, size_t n, int dtype) {
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == 1) x[i] = tu_f16_to_f32(tu_f32_to_f16(x[i]));
+        else if (dtype == 2) x[i] = tu_bf16_to_f32(tu_f32_to_bf16(x[i]));
+    }
+}

@@ -1,0 +1,33 @@
+/* testutil.h - tiny helpers shared by the C tests. */
+#ifndef SWIN_TESTUTIL_H
+#define SWIN_TESTUTIL_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Count a check; print "not ok" with the location when cond is false. */
+#define CHECK(cond, ...) tu_check((cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
+int tu_check(int ok, const char *file, int line, const char *expr, const char *fmt, ...);
+/* Print "N passed, M failed" and return the process exit code (0 only if none failed and at
+ * least one check ran). */
+int tu_finish(const char *suite);
+
+/* Deterministic random numbers (xorshift64*), uniform in [lo, hi). */
+void tu_seed(uint64_t s);
+float tu_uniform(float lo, float hi);
+void tu_fill(float *x, size_t n, float lo, float hi);
+
+/* max |a-b| and max |b| over n */
+double tu_max_abs_diff(const float *a, const float *b, size_t n);
+double tu_max_abs(const float *a, size_t n);
+
+
+/* IEEE half and bfloat16 bit conversions on the host (round to nearest even). */
+uint16_t tu_f32_to_f16(float f);
+float tu_f16_to_f32(uint16_t h);
+uint16_t tu_f32_to_bf16(float f);
+float tu_bf16_to_f32(uint16_t h);
+/* Round x[n] in place to what dtype 0 f32 / 1 f16 / 2 bf16 can hold (matches swin_dtype). */
+void tu_round_to(float *x, size_t n, int dtype);
+/* Exit code for "no usable GPU": tests print why and return this. */
+#define TU_SKIP 77
+#endif

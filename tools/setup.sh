@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# setup.sh - install missing Debian packages (when root), configure and build into BUILD_DIR.
+# Sourced by tools/demo.sh and tools/test.sh; usable alone:  tools/setup.sh [extra cmake args]
+# Env: BUILD_DIR (default: build), SWIN_JOBS (default: nproc).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+[ -f /usr/include/stb/stb_image.h ] || need+=(libstb-dev)
+if [ ${#need[@]} -gt 0 ] && [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${need[*]}" >&2
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
+  else
+    echo "setup: missing packages; run:  sudo apt-get install ${need[*]}" >&2
+    exit 2
+  fi
+fi
+
+cmake -S "$root" -B "$build" "$@" >"$root/.cmake-configure.log" 2>&1 || {
+  cat "$root/.cmake-configure.log" >&2; exit 2; }
+cmake --build "$build" -j "${SWIN_JOBS:-$(nproc)}" 2>&1 | grep -vE '^\[ *[0-9]+%\]' >&2 || true
+test "${PIPESTATUS[0]}" = 0 -a -x "$build/swin" || { echo "setup: build failed" >&2; exit 2; }
