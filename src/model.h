@@ -99,8 +99,11 @@ struct swin_model {
 };
 
 /* Derive per-stage / per-block geometry (dims, res, window, shift) from cfg into w.
- * Returns SWIN_ERR_CONFIG (with message) for impossible geometry, e.g. a resolution that is not a
- * multiple of its window. Used by the loader and by synthetic-model builders (bench, tests). */
+ * Returns SWIN_ERR_CONFIG (with message) for impossible geometry (channels not divisible by heads)
+ * and SWIN_ERR_UNSUPPORTED where timm would pad (a resolution that is not a multiple of its window,
+ * an odd resolution at a merge, image size not a multiple of the patch). Per-block fields are
+ * filled only where w->stages[s].blocks is already allocated. Used by the loader and by
+ * synthetic-model builders (bench, tests). */
 swin_status swin_model_plan(const swin_config *cfg, swin_weights *w);
 
 /* Fill bias_table and attn_scale for every block from rel_table / cpb / logit_scale. */
@@ -108,6 +111,8 @@ void swin_model_derive(swin_model *m);
 
 /* Build a model with random weights for an architecture preset (bench, kernel tests). */
 swin_status swin_model_random(const char *arch, uint64_t seed, swin_model **out);
+/* The same for any configuration (e.g. a tiny model in a test); unset fields get defaults. */
+swin_status swin_model_random_config(const swin_config *cfg, uint64_t seed, swin_model **out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,315 @@
+/* model_load.c - swin_model_load: config.json + model.safetensors (timm or Hugging Face layout),
+ * or a bare .safetensors with an architecture preset, into one arena of fp32 weights.
+ *
+ * Steps: resolve the path; parse the config; open the checkpoint and rewrite every key to its
+ * canonical name (names.c); infer what the config left out from tensor shapes; validate and plan;
+ * copy every expected tensor with exact shape checks, F16/BF16 conversion and a NaN/Inf scan;
+ * warn about unknown tensors; derive the attention tables. Nothing from the file is trusted.
+ * Test: tests/test_malformed.c (every rejection, timm and HF layouts), tests/cli_malformed.sh.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "internal.h"
+#include "names.h"
+#include "safetensors.h"
+
+typedef struct {
+    char name[256];             /* canonical */
+    const swin_st_tensor *t;    /* as in the file (t->name is the file's key) */
+    int used;
+} ckpt_key;
+
+typedef struct {
+    swin_st *f;
+    const char *file;           /* path for messages */
+    ckpt_key *keys;             /* sorted by canonical name; buffers excluded */
+    int n;
+} ckpt;
+
+swin_load_options swin_load_options_default(void) {
+    swin_load_options o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+static void warn(const swin_load_options *o, const char *fmt, ...) SWIN_PRINTF(2, 3);
+static void warn(const swin_load_options *o, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (o && o->warn) o->warn(msg, o->warn_user);
+    else fprintf(stderr, "warning: %s\n", msg);
+}
+
+/* ---- canonical key index */
+static int cmp_key(const void *a, const void *b) { return strcmp(((const ckpt_key *)a)->name, ((const ckpt_key *)b)->name); }
+
+static const ckpt_key *find(const ckpt *k, const char *name) {
+    ckpt_key probe;
+    snprintf(probe.name, sizeof probe.name, "%s", name);
+    return bsearch(&probe, k->keys, (size_t)k->n, sizeof *k->keys, cmp_key);
+}
+
+static swin_status index_keys(ckpt *k) {
+    int n = swin_st_count(k->f);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    k->keys = calloc((size_t)n + 1, sizeof *k->keys);
+    if (!names || !k->keys) { free(names); return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", k->file); }
+    for (int i = 0; i < n; i++) names[i] = swin_st_at(k->f, i)->name;
+    int at_end = swin_names_merge_at_end(names, n);
+    free(names);
+    k->n = 0;
+    for (int i = 0; i < n; i++) {
+        const swin_st_tensor *t = swin_st_at(k->f, i);
+        ckpt_key *e = &k->keys[k->n];
+        if (swin_name_canonical(t->name, at_end, e->name, sizeof e->name) == SWIN_KEY_BUFFER) continue;
+        e->t = t;
+        k->n++;
+    }
+    qsort(k->keys, (size_t)k->n, sizeof *k->keys, cmp_key);
+    for (int i = 1; i < k->n; i++)
+        if (!strcmp(k->keys[i - 1].name, k->keys[i].name))
+            return swin_fail(SWIN_ERR_TENSOR, "%s: tensors '%s' and '%s' both map to '%s'", k->file,
+                             k->keys[i - 1].t->name, k->keys[i].t->name, k->keys[i].name);
+    return SWIN_OK;
+}
+
+/* ---- inference of fields the config left out */
+static const swin_st_tensor *tensor(const ckpt *k, const char *fmt, int a, int b) {
+    char name[256];
+    snprintf(name, sizeof name, fmt, a, b);
+    const ckpt_key *e = find(k, name);
+    return e ? e->t : NULL;
+}
+
+static void infer(swin_config *c, const ckpt *k) {
+    const swin_st_tensor *t = tensor(k, "patch_embed.proj.weight", 0, 0);
+    if (t && t->rank == 4 && t->shape[0] < 65536 && t->shape[2] < 65536) {
+        if (!c->embed_dim) c->embed_dim = (int)t->shape[0];
+        if (!c->in_chans) c->in_chans = (int)t->shape[1];
+        if (!c->patch_size) c->patch_size = (int)t->shape[2];
+    }
+    if (!c->num_stages) {
+        for (int i = 0; i < k->n; i++) {
+            int s, b;
+            if (sscanf(k->keys[i].name, "layers.%d.blocks.%d.", &s, &b) == 2 && s >= 0 && s < SWIN_MAX_STAGES &&
+                b >= 0 && b < 1024) {
+                if (s + 1 > c->num_stages) c->num_stages = s + 1;
+                if (b + 1 > c->depths[s]) c->depths[s] = b + 1;
+            }
+        }
+    }
+    for (int s = 0; s < c->num_stages; s++) {
+        if (c->num_heads[s]) continue;
+        const swin_st_tensor *h = c->version == 2 ? tensor(k, "layers.%d.blocks.%d.attn.logit_scale", s, 0)
+                                                  : tensor(k, "layers.%d.blocks.%d.attn.relative_position_bias_table", s, 0);
+        if (h && h->rank >= 1) {
+            int64_t v = c->version == 2 ? h->shape[0] : (h->rank == 2 ? h->shape[1] : 0);
+            if (v > 0 && v < 4096) c->num_heads[s] = (int)v;
+        }
+    }
+    t = tensor(k, "layers.%d.blocks.%d.attn.relative_position_bias_table", 0, 0);
+    if (!c->window_size && t && t->rank == 2) {
+        int side = (int)lround(sqrt((double)t->shape[0]));
+        if (side % 2 == 1 && (int64_t)side * side == t->shape[0]) c->window_size = (side + 1) / 2;
+    }
+    t = tensor(k, "head.fc.weight", 0, 0);
+    if (!c->num_classes && t && t->rank == 2 && t->shape[0] <= 10000000) c->num_classes = (int)t->shape[0];
+    if (c->qkv_bias < 0)
+        c->qkv_bias = tensor(k, "layers.%d.blocks.%d.attn.qkv.bias", 0, 0) || tensor(k, "layers.%d.blocks.%d.attn.q.bias", 0, 0);
+    if (c->ape < 0) c->ape = tensor(k, "absolute_pos_embed", 0, 0) != NULL;
+    t = tensor(k, "layers.%d.blocks.%d.mlp.fc1.weight", 0, 0);
+    if (c->mlp_ratio == 0 && t && t->rank == 2 && c->embed_dim > 0) c->mlp_ratio = (float)t->shape[0] / (float)c->embed_dim;
+}
+
+/* ---- copying tensors */
+static const char *shape_str(int rank, const int64_t *shape, char *buf, size_t size) {
+    swin_st_tensor t;
+    memset(&t, 0, sizeof t);
+    t.rank = rank;
+    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)rank);
+    return swin_st_shape_str(&t, buf, size);
+}
+
+static swin_status copy_tensor(ckpt *k, const ckpt_key *e, const int64_t *shape, int rank, int flat, float *dst) {
+    const swin_st_tensor *t = e->t;
+    int64_t want = 1;
+    for (int d = 0; d < rank; d++) want *= shape[d];
+    int same = t->rank == rank;
+    for (int d = 0; same && d < rank; d++) same = t->shape[d] == shape[d];
+    if (!same && !(flat && t->numel == want)) {
+        char a[128], b[128];
+        return swin_fail(SWIN_ERR_TENSOR, "%s: tensor '%s' has shape %s, expected %s", k->file, t->name,
+                         swin_st_shape_str(t, a, sizeof a), shape_str(rank, shape, b, sizeof b));
+    }
+    SWIN_TRY(swin_st_read_f32(k->f, t, dst));
+    for (int64_t i = 0; i < want; i++)
+        if (!isfinite(dst[i]))
+            return swin_fail(SWIN_ERR_VALUE, "%s: tensor '%s' has a non-finite value (%s) at index %lld", k->file,
+                             t->name, isnan(dst[i]) ? "NaN" : "Inf", (long long)i);
+    ((ckpt_key *)e)->used = 1;
+    return SWIN_OK;
+}
+
+static swin_status missing(const ckpt *k, const char *name, int hf) {
+    return swin_fail(SWIN_ERR_TENSOR, "%s: missing tensor '%s'%s", k->file, name,
+                     hf ? " (timm name; the checkpoint's Hugging Face keys were mapped to timm names)" : "");
+}
+
+static swin_status load_expected(ckpt *k, const swin_expect *x, int hf) {
+    const ckpt_key *e = find(k, x->name);
+    if (e) return copy_tensor(k, e, x->shape, x->rank, x->flat, *x->dst);
+    if (!x->qkv) return missing(k, x->name, hf);
+    /* q / k / v parts: "attn.qkv.X" -> "attn.q.X", "attn.k.X", "attn.v.X", each a third of the rows */
+    const char *at = strstr(x->name, "attn.qkv.");
+    int64_t part[2] = {x->shape[0] / 3, x->rank == 2 ? x->shape[1] : 0};
+    size_t part_numel = (size_t)part[0] * (x->rank == 2 ? (size_t)part[1] : 1);
+    for (int p = 0; p < 3; p++) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*sattn.%c.%s", (int)(at - x->name), x->name, "qkv"[p], at + 9);
+        const ckpt_key *pe = find(k, name);
+        float *dst = *x->dst + (size_t)p * part_numel;
+        if (!pe && p == 1 && x->qkv == 2) { memset(dst, 0, part_numel * sizeof(float)); continue; }  /* V2 k bias */
+        if (!pe) {
+            if (p == 0) return missing(k, x->name, hf);
+            return missing(k, name, hf);
+        }
+        SWIN_TRY(copy_tensor(k, pe, part, x->rank, 0, dst));
+    }
+    return SWIN_OK;
+}
+
+/* ---- path resolution */
+static int is_dir(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode); }
+static int is_file(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISREG(sb.st_mode); }
+static int ends_with(const char *s, const char *x) {
+    size_t a = strlen(s), b = strlen(x);
+    return a >= b && !strcmp(s + a - b, x);
+}
+
+/* config (may be "" = none) and weights file for path */
+static swin_status resolve(const char *path, const swin_load_options *o, char *config, char *weights, size_t size) {
+    config[0] = weights[0] = '\0';
+    if (is_dir(path)) {
+        snprintf(config, size, "%s/config.json", path);
+        snprintf(weights, size, "%s/model.safetensors", path);
+        if (!is_file(weights))
+            return swin_fail(SWIN_ERR_IO, "%s: directory has no model.safetensors", path);
+        if (!is_file(config)) {
+            if (!o || !o->arch)
+                return swin_fail(SWIN_ERR_ARGUMENT, "%s: directory has no config.json; give the architecture "
+                                 "(--arch, e.g. swin_tiny_patch4_window7_224)", path);
+            config[0] = '\0';
+        }
+        return SWIN_OK;
+    }
+    if (!is_file(path)) return swin_fail(SWIN_ERR_IO, "%s: no such file or directory", path);
+    if (ends_with(path, "config.json")) {   /* the config itself: weights next to it */
+        snprintf(config, size, "%s", path);
+        snprintf(weights, size, "%s", path);
+        char *slash = strrchr(weights, '/');
+        snprintf(slash ? slash + 1 : weights, size - (size_t)(slash ? slash + 1 - weights : 0), "model.safetensors");
+        if (!is_file(weights)) return swin_fail(SWIN_ERR_IO, "%s: no model.safetensors next to it", path);
+        return SWIN_OK;
+    }
+    if (!o || !o->arch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: a bare .safetensors file needs its architecture "
+                         "(--arch, e.g. swin_tiny_patch4_window7_224)", path);
+    snprintf(weights, size, "%s", path);
+    return SWIN_OK;
+}
+
+/* ---- the loader */
+static swin_status load(swin_model *m, const char *path, const swin_load_options *o, swin_parsed_config *pc,
+                        ckpt *k) {
+    char config[1100], weights[1100];
+    SWIN_TRY(resolve(path, o, config, weights, sizeof config));
+    if (config[0]) SWIN_TRY(swin_config_parse_file(config, pc));
+    else SWIN_TRY(swin_config_parse_arch(o->arch, pc));
+    const char *what = config[0] ? config : o->arch;
+    SWIN_TRY(swin_st_open(weights, &k->f));
+    k->file = swin_st_path(k->f);
+    SWIN_TRY(index_keys(k));
+    infer(&pc->cfg, k);
+    const swin_preset *preset = swin_preset_find(pc->cfg.arch);
+    if (!pc->cfg.num_classes && preset) pc->cfg.num_classes = preset->num_classes;   /* no head: report it missing */
+    SWIN_TRY(swin_config_finish(&pc->cfg, what));
+    m->cfg = pc->cfg;
+    if (pc->num_labels && pc->num_labels != m->cfg.num_classes)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: %d labels for %d classes", what, pc->num_labels, m->cfg.num_classes);
+    size_t label_bytes = 0;
+    for (int i = 0; i < pc->num_labels; i++) label_bytes += strlen(pc->labels[i]) + 1;
+    char *space = NULL;
+    swin_expect *ex = NULL;
+    int n = 0;
+    swin_status st = swin_model_alloc(m, pc->num_labels, label_bytes, &space, &ex, &n);
+    int hf = m->cfg.pre_style == SWIN_PRE_HF;
+    for (int i = 0; st == SWIN_OK && i < n; i++) st = load_expected(k, &ex[i], hf);
+    free(ex);
+    SWIN_TRY(st);
+    for (int i = 0; i < pc->num_labels; i++) {
+        size_t l = strlen(pc->labels[i]) + 1;
+        memcpy(space, pc->labels[i], l);
+        m->labels[i] = space;
+        space += l;
+    }
+    for (int i = 0; i < k->n; i++)
+        if (!k->keys[i].used) {
+            char shp[128];
+            warn(o, "%s: ignoring unknown tensor '%s' %s", k->file, k->keys[i].t->name,
+                 swin_st_shape_str(k->keys[i].t, shp, sizeof shp));
+        }
+    swin_model_derive(m);
+    m->n_params = swin_config_param_count(&m->cfg);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    return SWIN_OK;
+}
+
+swin_status swin_model_load(const char *path, const swin_load_options *options, swin_model **out) {
+    if (!path || !out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_model_load: NULL argument");
+    *out = NULL;
+    swin_model *m = calloc(1, sizeof *m);
+    if (!m) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    swin_parsed_config pc;
+    memset(&pc, 0, sizeof pc);
+    ckpt k;
+    memset(&k, 0, sizeof k);
+    swin_status st = load(m, path, options, &pc, &k);
+    swin_parsed_config_free(&pc);
+    free(k.keys);
+    swin_st_close(k.f);
+    if (st != SWIN_OK) { swin_model_free(m); return st; }
+    *out = m;
+    return SWIN_OK;
+}
+
+void swin_model_free(swin_model *m) {
+    if (!m) return;
+    free(m->arena);
+    free(m);
+}
+
+const swin_config *swin_model_config(const swin_model *m) { return m ? &m->cfg : NULL; }
+
+const char *swin_model_label(const swin_model *m, int i) {
+    static _Thread_local char buf[32];
+    if (m && i >= 0 && i < m->cfg.num_classes) {
+        if (m->labels) return m->labels[i];
+        if (m->cfg.num_classes == 1000) return swin_imagenet_labels[i];
+    }
+    snprintf(buf, sizeof buf, "class_%d", i);
+    return buf;
+}
+
+int64_t swin_model_param_count(const swin_model *m) { return m ? m->n_params : 0; }
+
+double swin_model_gflops(const swin_model *m) { return m ? swin_config_gflops(&m->cfg) : 0.0; }
