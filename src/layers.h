@@ -82,6 +82,10 @@ void swin_ln_pool_cpu(float *out, const float *x, const swin_ln_w *ln, int B, in
 size_t swin_forward_cpu_scratch(const swin_model *m, int B);
 /* logits [B, classes] <- img [B, 3, S, S]; scratch from the caller (size above). */
 void swin_forward_cpu(float *logits, const float *img, const swin_model *m, int B, float *scratch);
+/* The same, and copies the output of stage s (after its blocks, [B, res_s, res_s, dim_s]) into
+ * stage_out[s] where stage_out[s] != NULL (stage_out may be NULL): localises a mismatch. */
+void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *m, int B, float *scratch,
+                             float *const *stage_out);
 
 /* geometry of block b in stage s for batch B */
 swin_dims swin_block_dims(const swin_model *m, int stage, int block, int B);

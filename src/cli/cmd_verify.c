@@ -1,0 +1,276 @@
+/* cmd_verify.c - `swin verify`: run a reference input through a model and compare the logits
+ * with reference logits (made by timm / transformers, tools/export_reference.py).
+ *
+ *   swin verify --model tests/data/ref_timm_v1_w7 --reference tests/data/ref_timm_v1_w7/reference.safetensors
+ *
+ * The reference file holds `input` F32 [B,3,S,S] (normalised pixels) and `logits` [B,classes].
+ * PASS needs max|d|/max|ref| <= tolerance AND the same top-1 class for every sample.
+ * Exit 0 PASS, 1 FAIL, 2 usage or bad input. Test: tests/cli_verify.sh, tests/cli_gpu_verify.sh.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "safetensors.h"
+
+#define CMD "verify"
+
+typedef struct {
+    const char *model, *reference, *arch;
+    swin_session_options so;
+    float tolerance;     /* <= 0: from the precision */
+    int json;
+} verify_args;
+
+static float default_tolerance(swin_precision p) {
+    switch (p) {
+    case SWIN_FP32: return 1e-4f;
+    case SWIN_TF32: return 5e-3f;
+    case SWIN_FP16: return 5e-3f;
+    default: return 3e-2f;   /* bf16 */
+    }
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: swin verify --model PATH --reference FILE [options]\n"
+            "Run the reference input through the model and compare with the reference logits.\n"
+            "PASS needs max|logits - ref| / max|ref| <= tolerance and the same top-1 class for every\n"
+            "sample. Exit 0 PASS, 1 FAIL, 2 bad usage or input.\n"
+            "  -m, --model PATH        model directory (config.json + model.safetensors) or .safetensors\n"
+            "  -r, --reference FILE    .safetensors with `input` [B,3,S,S] and `logits` [B,classes]\n"
+            "                          (tools/export_reference.py writes them)\n"
+            "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
+            "  -d, --device DEV        cpu, cuda or cuda:N (default cpu)\n"
+            "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32; cpu: fp32 only)\n"
+            "      --attention IMPL    fused or unfused (cuda; default fused)\n"
+            "      --graphs on|off     CUDA graphs (cuda; default on)\n"
+            "  -t, --tolerance X       relative error allowed (default by precision: fp32 1e-4,\n"
+            "                          tf32 5e-3, fp16 5e-3, bf16 3e-2)\n"
+            "      --json              one JSON object on stdout instead of the report\n"
+            "  -h, --help              this help\n");
+}
+
+/* 0: run; 1: help shown; EXIT_USAGE: bad flags (message printed) */
+static int parse(int argc, char **argv, verify_args *a) {
+    memset(a, 0, sizeof *a);
+    a->so = swin_session_options_default();
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+#define FLAG(s, l) (!strcmp(f, s) || !strcmp(f, l))
+#define VALUE() if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
+        if (FLAG("-h", "--help")) { usage(stdout); return 1; }
+        else if (FLAG("-m", "--model")) { VALUE(); a->model = v; }
+        else if (FLAG("-r", "--reference")) { VALUE(); a->reference = v; }
+        else if (FLAG("-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (FLAG("-d", "--device")) {
+            VALUE();
+            if (cli_parse_device(v, &a->so.device, &a->so.device_index))
+                return cli_usage_error(CMD, "bad --device '%s' (expected cpu, cuda or cuda:N)", v);
+        } else if (FLAG("-p", "--precision")) {
+            VALUE();
+            if (swin_precision_parse(v, &a->so.precision) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
+        } else if (!strcmp(f, "--attention")) {
+            VALUE();
+            if (!strcmp(v, "fused")) a->so.attention = SWIN_ATTN_FUSED;
+            else if (!strcmp(v, "unfused")) a->so.attention = SWIN_ATTN_UNFUSED;
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
+        } else if (!strcmp(f, "--graphs")) {
+            VALUE();
+            if (!strcmp(v, "on")) a->so.graphs = 1;
+            else if (!strcmp(v, "off")) a->so.graphs = 0;
+            else return cli_usage_error(CMD, "bad --graphs '%s' (expected on or off)", v);
+        } else if (FLAG("-t", "--tolerance")) {
+            VALUE();
+            if (cli_parse_float(v, &a->tolerance) || !(a->tolerance > 0))
+                return cli_usage_error(CMD, "bad --tolerance '%s' (expected a number > 0, e.g. 1e-4)", v);
+        } else if (!strcmp(f, "--json")) a->json = 1;
+        else return cli_usage_error(CMD, "unknown option '%s' (try swin verify --help)", f);
+#undef FLAG
+#undef VALUE
+    }
+    if (!a->model) return cli_usage_error(CMD, "--model PATH is required (try swin verify --help)");
+    if (!a->reference) return cli_usage_error(CMD, "--reference FILE is required (try swin verify --help)");
+    if (a->tolerance <= 0) a->tolerance = default_tolerance(a->so.precision);
+    return 0;
+}
+
+// ---- reading the reference
+
+typedef struct {
+    int B, classes;
+    float *input, *logits;   /* [B,3,S,S], [B,classes]; heap */
+} reference;
+
+/* Find `name`, check its shape against want[rank] (-1: any, taken from the file), read as fp32. */
+static int read_tensor(const swin_st *f, const char *name, int rank, int64_t *want, const char *expect,
+                       float **out) {
+    const char *path = swin_st_path(f);
+    const swin_st_tensor *t = swin_st_find(f, name);
+    if (!t) return cli_usage_error(CMD, "%s: no tensor '%s' (expected %s)", path, name, expect);
+    int ok = t->rank == rank;
+    for (int d = 0; ok && d < rank; d++) {
+        if (want[d] < 0) want[d] = t->shape[d];
+        ok = t->shape[d] == want[d];
+    }
+    char buf[128];
+    if (!ok || t->numel < 1)
+        return cli_usage_error(CMD, "%s: tensor '%s' has shape %s, expected %s", path, name,
+                               swin_st_shape_str(t, buf, sizeof buf), expect);
+    *out = malloc((size_t)t->numel * sizeof(float));
+    if (!*out) return cli_usage_error(CMD, "%s: out of memory reading '%s'", path, name);
+    if (swin_st_read_f32(f, t, *out) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
+    return 0;
+}
+
+static int read_reference(const char *path, const swin_config *c, reference *r) {
+    memset(r, 0, sizeof *r);
+    swin_st *f = NULL;
+    if (swin_st_open(path, &f) != SWIN_OK) {
+        const char *msg = swin_last_error();
+        if (strstr(msg, path)) return cli_usage_error(CMD, "%s", msg);
+        return cli_usage_error(CMD, "%s: %s", path, msg);
+    }
+    char expect[256];
+    int64_t in_shape[4] = {-1, c->in_chans, c->img_size, c->img_size};
+    snprintf(expect, sizeof expect, "[B, %d, %d, %d] for this model (%s, %d px)", c->in_chans, c->img_size,
+             c->img_size, c->arch, c->img_size);
+    int rc = read_tensor(f, "input", 4, in_shape, expect, &r->input);
+    if (!rc) {
+        int64_t lg_shape[2] = {in_shape[0], c->num_classes};
+        snprintf(expect, sizeof expect, "[%lld, %d] (batch of 'input', classes of the model)",
+                 (long long)in_shape[0], c->num_classes);
+        rc = read_tensor(f, "logits", 2, lg_shape, expect, &r->logits);
+    }
+    if (!rc && in_shape[0] > 65536) rc = cli_usage_error(CMD, "%s: batch %lld is too large", path, (long long)in_shape[0]);
+    r->B = (int)in_shape[0];
+    r->classes = c->num_classes;
+    swin_st_close(f);
+    return rc;
+}
+
+// ---- comparison
+
+typedef struct {
+    double max_abs, max_ref, rel;
+    int top1_ok, finite;
+} result;
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static result compare(const float *out, const reference *r) {
+    result s = {0, 0, 0, 0, 1};
+    size_t n = (size_t)r->B * r->classes;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)out[i] - r->logits[i]);
+        if (!isfinite(out[i])) s.finite = 0;
+        if (d > s.max_abs || isnan(d)) s.max_abs = d;
+        if (fabs(r->logits[i]) > s.max_ref) s.max_ref = fabs(r->logits[i]);
+    }
+    if (!s.finite) s.max_abs = INFINITY;
+    s.rel = s.max_ref > 0 ? s.max_abs / s.max_ref : s.max_abs;
+    for (int b = 0; b < r->B; b++)
+        s.top1_ok += argmax(out + (size_t)b * r->classes, r->classes) ==
+                     argmax(r->logits + (size_t)b * r->classes, r->classes);
+    return s;
+}
+
+/* a JSON string literal (paths may hold quotes or backslashes) */
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+static void report(const verify_args *a, const swin_config *c, const reference *r, const float *out,
+                   const result *s, int pass) {
+    char dev[32];
+    if (a->so.device == SWIN_DEVICE_CPU) snprintf(dev, sizeof dev, "cpu");
+    else snprintf(dev, sizeof dev, "cuda:%d", a->so.device_index);
+    const char *prec = swin_precision_str(a->so.precision);
+    if (a->json) {
+        printf("{\"model\": ");
+        json_str(a->model);
+        printf(", \"reference\": ");
+        json_str(a->reference);
+        printf(", \"device\": \"%s\", \"precision\": \"%s\", \"batch\": %d, \"max_abs_error\": %.6g, "
+               "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"tolerance\": %.6g, \"top1_agree\": %d, "
+               "\"pass\": %s}\n",
+               dev, prec, r->B, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
+               (double)a->tolerance, s->top1_ok, pass ? "true" : "false");
+        return;
+    }
+    printf("model       %s (%s, Swin V%d, %d px, %d classes)\n", a->model, c->arch, c->version, c->img_size,
+           c->num_classes);
+    printf("reference   %s (batch %d)\n", a->reference, r->B);
+    printf("device      %s, %s", dev, prec);
+    if (a->so.device == SWIN_DEVICE_CUDA)
+        printf(", attention %s, graphs %s", a->so.attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
+               a->so.graphs ? "on" : "off");
+    printf("\nmax abs error   %.3e  (max|ref| %.4g)\n", s->max_abs, s->max_ref);
+    printf("relative error  %.3e  (max|d| / max|ref|)\n", s->rel);
+    printf("top-1 agreement %d/%d\n", s->top1_ok, r->B);
+    for (int b = 0; b < r->B && s->top1_ok < r->B; b++) {
+        int got = argmax(out + (size_t)b * r->classes, r->classes);
+        int want = argmax(r->logits + (size_t)b * r->classes, r->classes);
+        if (got != want) printf("  sample %d: top-1 %d, reference %d\n", b, got, want);
+    }
+    printf("%s rel %.1e %s %.0e, top-1 %d/%d%s\n", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">",
+           (double)a->tolerance, s->top1_ok, r->B, s->finite ? "" : " (non-finite logits)");
+}
+
+int cmd_verify(int argc, char **argv) {
+    verify_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+
+    swin_model *model = NULL;
+    swin_session *sess = NULL;
+    reference r = {0};
+    float *out = NULL;
+    swin_load_options lo = swin_load_options_default();
+    lo.arch = a.arch;
+    if (swin_model_load(a.model, &lo, &model) != SWIN_OK) {
+        rc = cli_usage_error(CMD, "%s", swin_last_error());
+        goto done;
+    }
+    const swin_config *c = swin_model_config(model);
+    if ((rc = read_reference(a.reference, c, &r))) goto done;
+
+    a.so.max_batch = r.B;
+    swin_status st = swin_session_create(model, &a.so, &sess);
+    if (st != SWIN_OK) {
+        rc = cli_usage_error(CMD, "cannot create the session: %s (%s)", swin_last_error(), swin_status_str(st));
+        goto done;
+    }
+    out = malloc(sizeof(float) * (size_t)r.B * r.classes);
+    if (!out) { rc = cli_usage_error(CMD, "out of memory"); goto done; }
+    for (size_t i = 0; i < (size_t)r.B * r.classes; i++) out[i] = NAN;   /* poison: unwritten -> FAIL */
+    if ((st = swin_forward(sess, r.input, r.B, out)) != SWIN_OK) {
+        fprintf(stderr, "swin %s: forward failed: %s (%s)\n", CMD, swin_last_error(), swin_status_str(st));
+        rc = EXIT_FAILED;
+        goto done;
+    }
+    result s = compare(out, &r);
+    int pass = s.finite && s.rel <= a.tolerance && s.top1_ok == r.B;
+    report(&a, c, &r, out, &s, pass);
+    rc = pass ? 0 : EXIT_FAILED;
+done:
+    free(out);
+    free(r.input);
+    free(r.logits);
+    swin_session_free(sess);
+    swin_model_free(model);
+    return rc;
+}

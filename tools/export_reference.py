@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""export_reference.py - reference fixtures for `swin verify` made by timm and transformers.
+
+    python3 tools/export_reference.py --out tests/data              # write every case
+    python3 tools/export_reference.py --out tests/data --case hf_v2_w8
+    python3 tools/export_reference.py --compare tests/data          # regenerate in memory and
+                                                                    # diff against the files
+
+Each case builds a small RANDOM-INIT Swin (no downloads) with timm or transformers, perturbs every
+parameter (LayerNorm weights/biases, biases, position tables, V2 logit_scale and cpb MLP, absolute
+position embeddings: nothing is left at 0 or 1), and writes tests/data/ref_<case>/:
+  config.json + model.safetensors   the checkpoint in its hub layout (timm: timm's own
+                                    save_config_for_hf() format with model_args; HF: save_pretrained)
+  preprocessor_config.json          HF cases only, as on the hub
+  reference.safetensors             input   F32 [B,3,S,S]  random normal, B = 2
+                                    logits  F32 [B,classes] computed in float64 from the stored
+                                            (possibly bf16/f16-rounded) weights
+                                    stageK  F32 [B,H,W,C] output of stage K (after its blocks)
+                                    __metadata__: library versions, case description
+  ref_timm_v1_w12/perturbed_{rel,top1}.safetensors   broken references (tests/cli_verify.sh)
+Every sample's top-1 logit beats the runner-up by >= 5% of max|logit| (the input is re-drawn
+otherwise), so top-1 agreement is meaningful at bf16. Runs on CPU in float64 with fixed seeds, so
+it gives the same files on any machine with the same library versions.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+import safetensors.torch as st
+import timm
+import transformers
+from transformers import (SwinConfig, SwinForImageClassification, Swinv2Config,
+                          Swinv2ForImageClassification, ViTImageProcessor)
+
+BATCH = 2
+MARGIN = 0.05
+IMNET_MEAN = (0.485, 0.456, 0.406)
+IMNET_STD = (0.229, 0.224, 0.225)
+
+# ---- the cases: (name, builder, kwargs, description)
+CASES = [
+    dict(name="timm_v1_w7", kind="timm", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=56, patch_size=4, window_size=7, embed_dim=48, depths=[2, 1],
+                   num_heads=[3, 6], mlp_ratio=4.0, num_classes=10),
+         desc="timm Swin V1, img 56, window 7: res 14 (shift 3) then res 7 == window (no shift); "
+              "3 and 6 heads, head_dim 16"),
+    dict(name="timm_v1_w12", kind="timm", arch="swin_base_patch4_window12_384",
+         args=dict(img_size=48, patch_size=2, window_size=12, embed_dim=32, depths=[2, 2, 1],
+                   num_heads=[1, 2, 4], mlp_ratio=2.0, num_classes=12),
+         desc="timm Swin V1, patch 2, window 12, 3 stages: res 24 (shift 6), 12 == window, "
+              "6 < window (clamped); mlp_ratio 2"),
+    dict(name="timm_v2_w8", kind="timm", arch="swinv2_tiny_window8_256",
+         args=dict(img_size=64, patch_size=4, window_size=8, embed_dim=32, depths=[2, 2, 1],
+                   num_heads=[1, 2, 4], mlp_ratio=2.0, num_classes=16),
+         desc="timm Swin V2, img 64, window 8: res 16 (shift 4), 8 == window, 4 < window"),
+    dict(name="timm_v2_pre", kind="timm", arch="swinv2_tiny_window8_256",
+         args=dict(img_size=64, patch_size=4, window_size=8, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=4.0, num_classes=10, pretrained_window_sizes=[6, 4]),
+         desc="timm Swin V2, window 8 with pretrained_window_sizes [6, 4] (cpb coords rescaled)"),
+    dict(name="timm_v1_bf16", kind="timm", arch="swin_tiny_patch4_window7_224", dtype="bf16",
+         args=dict(img_size=56, patch_size=4, window_size=7, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=4.0, num_classes=10),
+         desc="timm Swin V1 stored in BF16 (logits from the rounded weights)"),
+    dict(name="timm_old_v1_ape", kind="timm_old", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=56, patch_size=4, window_size=7, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=4.0, num_classes=10, ape=True),
+         desc="MS-original / timm<0.9 layout: downsample at the end of stages, head.weight, "
+              "absolute_pos_embed [1,L,C], relative_position_index (I64) and attn_mask buffers"),
+    dict(name="hf_v1_w7", kind="hf1",
+         args=dict(image_size=56, patch_size=4, window_size=7, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=2.0, num_labels=10),
+         desc="transformers Swin, window 7, save_pretrained names (attention.self.query ...)"),
+    dict(name="hf_v1_v5names", kind="hf1", names="state_dict",
+         args=dict(image_size=56, patch_size=4, window_size=7, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=2.0, num_labels=10, use_absolute_embeddings=True),
+         desc="transformers 5.x Swin with in-memory names (q_proj/k_proj/v_proj/o_proj, mlp.fc1/fc2, "
+              "relative_position_bias.relative_position_bias_table) and absolute position embeddings"),
+    dict(name="hf_v2_w8", kind="hf2",
+         args=dict(image_size=64, patch_size=4, window_size=8, embed_dim=16, depths=[2, 2, 1],
+                   num_heads=[1, 2, 4], mlp_ratio=4.0, num_labels=16),
+         desc="transformers Swinv2, window 8, 3 stages (16 shifted, 8 == window, 4 clamped), "
+              "head_dim 16"),
+    dict(name="hf_v2_pre_f16", kind="hf2", dtype="f16", logit_scale_max=5.0,
+         args=dict(image_size=64, patch_size=4, window_size=8, embed_dim=32, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=4.0, num_labels=10, pretrained_window_sizes=[6, 4]),
+         desc="transformers Swinv2 stored in F16, pretrained_window_sizes [6, 4]"),
+]
+
+
+# ---- perturbation: every parameter gets a non-trivial random value
+def perturb(model, gen, logit_scale_max=3.5):
+    def rn(t, std, mean=0.0):
+        return (torch.randn(t.shape, generator=gen, dtype=torch.float64) * std + mean).to(t.dtype)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            low = name.lower()
+            if "logit_scale" in low:
+                # logit_scale uniform in [1.5, logit_scale_max]; timm/HF initialise it at log(10).
+                # By default exp(logit_scale) <= 33. Random (untrained) q, k at the clamp
+                # (exp = 100) make the model so ill-conditioned that PyTorch itself misses its
+                # own float64 logits by 6e-2 (fp16) and 1e-1 (bf16); measured on the fixtures
+                # made with a 5.0 maximum. One case (hf_v2_pre_f16) keeps 5.0 so the clamp at
+                # log(100) stays covered, and it is still well conditioned.
+                u = torch.rand(p.shape, generator=gen, dtype=torch.float64)
+                p.copy_((1.5 + (logit_scale_max - 1.5) * u).to(p.dtype))
+            elif "relative_position_bias_table" in low:
+                p.copy_(rn(p, 1.0))
+            elif "cpb_mlp" in low or "continuous_position_bias_mlp" in low:
+                if p.dim() == 2 and p.shape[1] == 2:
+                    p.copy_(rn(p, 1.0))
+                elif p.dim() == 2:
+                    p.copy_(rn(p, 2.0 / math.sqrt(p.shape[1])))
+                else:
+                    p.copy_(rn(p, 0.5))
+            elif "pos" in low and ("embed" in low):
+                p.copy_(rn(p, 0.5))
+            elif p.dim() == 1 and leaf == "weight":      # LayerNorm gain
+                p.copy_(rn(p, 0.2, 1.0))
+            elif p.dim() == 1:                           # every bias (LN, linear, q/v bias)
+                p.copy_(rn(p, 0.2))
+            else:                                        # linear / conv weights: unit gain
+                fan_in = p[0].numel()
+                p.copy_(rn(p, 1.0 / math.sqrt(fan_in)))
+            assert not (p == 0).any() and not (p == 1).any(), name
+
+
+def round_to(model, dtype):
+    """Round parameters to the storage dtype and back, so float64 logits match the stored file."""
+    if dtype is None:
+        return
+    td = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(td).to(p.dtype))
+
+
+# ---- model builders: return (model, forward(x) -> logits, list of stage modules to hook)
+def build_timm(case):
+    args = dict(case["args"])
+    ape = args.pop("ape", False)
+    model = timm.create_model(case["arch"], pretrained=False, **args)
+    S = args["img_size"]
+    model.pretrained_cfg = {**model.pretrained_cfg, "input_size": (3, S, S),
+                            "num_classes": args["num_classes"]}
+    pos = None
+    if ape:  # timm >= 0.9 dropped ape; the old layout case adds the parameter by hand
+        L = (S // args["patch_size"]) ** 2
+        pos = torch.nn.Parameter(torch.zeros(1, L, args["embed_dim"]))
+        model.register_parameter("absolute_pos_embed", pos)
+
+    def forward(x):
+        if pos is None:
+            return model(x)
+        h = model.patch_embed(x)                          # [B, H, W, C] after patch norm
+        h = h + model.absolute_pos_embed.reshape(h.shape[1:]).unsqueeze(0)
+        h = model.norm(model.layers(h))
+        return model.forward_head(h)
+
+    stages = [layer.blocks[-1] for layer in model.layers]
+    return model, forward, stages
+
+
+def build_hf(case):
+    v2 = case["kind"] == "hf2"
+    cfg = (Swinv2Config if v2 else SwinConfig)(**case["args"])
+    cfg.id2label = {i: f"class_{chr(ord('a') + i)}" for i in range(cfg.num_labels)}
+    cfg.label2id = {v: k for k, v in cfg.id2label.items()}
+    model = (Swinv2ForImageClassification if v2 else SwinForImageClassification)(cfg)
+    base = model.swinv2 if v2 else model.swin
+
+    def forward(x):
+        return model(pixel_values=x).logits
+
+    stages = [layer.blocks[-1] for layer in base.encoder.layers]
+    return model, forward, stages
+
+
+# ---- saving in the hub layouts
+def timm_old_state_dict(model):
+    """timm 1.0 names -> MS-original / old timm: downsample at the end of the previous stage,
+    head.weight, plus the relative_position_index and attn_mask buffers those checkpoints carry."""
+    out = {}
+    for k, v in model.state_dict().items():
+        parts = k.split(".")
+        if parts[0] == "layers" and parts[2] == "downsample":
+            parts[1] = str(int(parts[1]) - 1)
+        if parts[0] == "head" and parts[1] == "fc":
+            parts = ["head"] + parts[2:]
+        out[".".join(parts)] = v
+    for s, layer in enumerate(model.layers):
+        for b, blk in enumerate(layer.blocks):
+            out[f"layers.{s}.blocks.{b}.attn.relative_position_index"] = \
+                blk.attn.relative_position_index.to(torch.int64)
+            if getattr(blk, "attn_mask", None) is not None:
+                out[f"layers.{s}.blocks.{b}.attn_mask"] = blk.attn_mask.float()
+    return out
+
+
+def save_timm(case, model, d, td):
+    from timm.models._hub import save_config_for_hf
+    sd = timm_old_state_dict(model) if case["kind"] == "timm_old" else model.state_dict()
+    sd = {k: (v.to(td) if v.is_floating_point() else v).contiguous() for k, v in sd.items()}
+    st.save_file(sd, os.path.join(d, "model.safetensors"))
+    margs = {k: v for k, v in case["args"].items() if k != "num_classes"}
+    save_config_for_hf(model, Path(d) / "config.json", model_args=margs)
+
+
+def save_hf(case, model, d, td):
+    if case.get("names") == "state_dict":
+        sd = {k: v.to(td).contiguous() for k, v in model.state_dict().items()}
+        st.save_file(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+        model.config.save_pretrained(d)
+    else:
+        copy.deepcopy(model).to(td).save_pretrained(d)  # .to() would round buffers too
+    S = case["args"]["image_size"]
+    ViTImageProcessor(size={"height": S, "width": S}, resample=3, image_mean=list(IMNET_MEAN),
+                      image_std=list(IMNET_STD)).save_pretrained(d)
+
+
+# ---- one case
+def run_case(case, out_dir, quiet=False):
+    seed = 1000 + [c["name"] for c in CASES].index(case["name"])
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model, forward, stage_mods = (build_hf if case["kind"].startswith("hf") else build_timm)(case)
+    model.eval()
+    perturb(model, gen, case.get("logit_scale_max", 3.5))
+    round_to(model, case.get("dtype"))
+    td = {None: torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[case.get("dtype")]
+
+    d = os.path.join(out_dir, "ref_" + case["name"])
+    os.makedirs(d, exist_ok=True)
+    (save_hf if case["kind"].startswith("hf") else save_timm)(case, model, d, td)
+
+    model = model.double()
+    feats = {}
+    hooks = [m.register_forward_hook(
+        lambda mod, inp, out, k=k: feats.__setitem__(k, out[0] if isinstance(out, tuple) else out))
+        for k, m in enumerate(stage_mods)]
+    S = case["args"].get("img_size", case["args"].get("image_size"))
+    for attempt in range(200):
+        # drawn in float32, as stored, so the float64 logits belong to the stored input
+        x = torch.randn(BATCH, 3, S, S, generator=gen, dtype=torch.float32).double()
+        with torch.no_grad():
+            logits = forward(x)
+        top = logits.topk(2, dim=1).values
+        gap = (top[:, 0] - top[:, 1]) / logits.abs().amax(dim=1)
+        if bool((gap >= MARGIN).all()):
+            break
+    else:
+        raise RuntimeError(f"{case['name']}: no input with a top-1 margin of {MARGIN} in 200 draws")
+    for h in hooks:
+        h.remove()
+
+    tensors = {"input": x.float().contiguous(), "logits": logits.float().contiguous()}
+    for k, f in feats.items():
+        if f.dim() == 3:  # HF blocks return [B, L, C]
+            side = int(round(math.sqrt(f.shape[1])))
+            f = f.reshape(f.shape[0], side, side, f.shape[2])
+        tensors[f"stage{k}"] = f.float().contiguous()
+    meta = {"case": case["name"], "description": case["desc"], "seed": str(seed),
+            "weights_dtype": case.get("dtype") or "f32", "torch": torch.__version__,
+            "timm": timm.__version__, "transformers": transformers.__version__,
+            "compute": "float64 on CPU, stored as F32",
+            "generator": "tools/export_reference.py"}
+    st.save_file(tensors, os.path.join(d, "reference.safetensors"), metadata=meta)
+
+    nparam = sum(p.numel() for p in model.parameters())
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    return dict(name=case["name"], params=nparam, bytes=size, classes=logits.shape[1],
+                res=[int(f.shape[1]) for f in tensors_stage(tensors)], gap=float(gap.min()),
+                maxlogit=float(logits.abs().max()), tries=attempt + 1)
+
+
+def write_negatives(out_dir, name="timm_v1_w12"):
+    """Two broken references for tests/cli_verify.sh, next to the case's reference:
+    perturbed_rel.safetensors   logits moved by 2e-3 * max|logit| (top-1 kept): FAIL at 1e-4
+    perturbed_top1.safetensors  sample 1's two best classes swapped: FAIL at any tolerance < 1"""
+    d = os.path.join(out_dir, "ref_" + name)
+    ref = st.load_file(os.path.join(d, "reference.safetensors"))
+    x, lg = ref["input"], ref["logits"].double()
+    sign = torch.tensor([(-1.0) ** i for i in range(lg.numel())], dtype=torch.float64).reshape(lg.shape)
+    rel = lg + 2e-3 * lg.abs().max() * sign
+    assert bool((rel.argmax(1) == lg.argmax(1)).all())
+    top = lg.clone()
+    i, j = lg[1].topk(2).indices.tolist()
+    top[1, i], top[1, j] = lg[1, j], lg[1, i]
+    meta = {"case": name, "generator": "tools/export_reference.py"}
+    for fname, logits, what in (("perturbed_rel", rel, "logits + 2e-3 max|logit| (+-)"),
+                                ("perturbed_top1", top, "sample 1 top-2 classes swapped")):
+        st.save_file({"input": x.contiguous(), "logits": logits.float().contiguous()},
+                     os.path.join(d, fname + ".safetensors"), metadata={**meta, "description": what})
+
+
+def tensors_stage(t):
+    return [t[k] for k in sorted(t) if k.startswith("stage")]
+
+
+def compare(ref_dir, names):
+    """Regenerate into a temporary folder and report the largest difference per file."""
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in CASES:
+            if names and c["name"] not in names:
+                continue
+            run_case(c, tmp)
+            for f in ("model.safetensors", "reference.safetensors"):
+                a = st.load_file(os.path.join(tmp, "ref_" + c["name"], f))
+                b = st.load_file(os.path.join(ref_dir, "ref_" + c["name"], f))
+                if set(a) != set(b):
+                    print(f"{c['name']}/{f}: tensor names differ")
+                    worst = math.inf
+                    continue
+                diff = max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
+                scale = max(float(b[k].double().abs().max()) for k in b)
+                print(f"{c['name']:18s} {f:24s} max|diff| {diff:.3e}  (max|value| {scale:.3g})")
+                worst = max(worst, diff / scale)
+    print(f"worst relative difference {worst:.3e}")
+    return 0 if worst <= 1e-6 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="folder that receives ref_<case>/ (e.g. tests/data)")
+    ap.add_argument("--compare", metavar="DIR", help="regenerate and diff against DIR/ref_<case>/")
+    ap.add_argument("--case", action="append", help="only this case (repeatable)")
+    a = ap.parse_args()
+    torch.use_deterministic_algorithms(True)
+    if a.compare:
+        return compare(a.compare, a.case)
+    if not a.out:
+        ap.error("--out or --compare is required")
+    rows = [run_case(c, a.out) for c in CASES if not a.case or c["name"] in a.case]
+    if not a.case or "timm_v1_w12" in a.case:
+        write_negatives(a.out)
+    print(f"torch {torch.__version__}, timm {timm.__version__}, transformers {transformers.__version__}")
+    print(f"{'case':18s} {'params':>8s} {'KiB':>6s} {'cls':>4s} {'stage res':12s} "
+          f"{'min gap':>8s} {'max|logit|':>10s} draws")
+    for r in rows:
+        print(f"{r['name']:18s} {r['params']:8d} {r['bytes'] / 1024:6.0f} {r['classes']:4d} "
+              f"{str(r['res']):12s} {r['gap']:8.3f} {r['maxlogit']:10.3f} {r['tries']}")
+    print(f"total {sum(r['bytes'] for r in rows) / 1024:.0f} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
