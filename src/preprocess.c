@@ -1,0 +1,125 @@
+/* preprocess.c - timm / Hugging Face eval preprocessing (see preprocess.h for the rules).
+ * Test: build/test_preprocess (compares with tensors made by tools/export_preprocess.py). */
+#include "preprocess.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "resize.h"
+
+swin_preprocess_params swin_preprocess_params_from_config(const swin_config *cfg) {
+    swin_preprocess_params p;
+    memset(&p, 0, sizeof p);
+    p.style = cfg->pre_style;
+    p.interp = cfg->interp;
+    p.size = cfg->img_size;
+    p.crop_pct = cfg->crop_pct;
+    memcpy(p.mean, cfg->mean, sizeof p.mean);
+    memcpy(p.std, cfg->std, sizeof p.std);
+    return p;
+}
+
+size_t swin_preprocess_floats(const swin_preprocess_params *p) {
+    return p->size > 0 ? (size_t)3 * p->size * p->size : 0;
+}
+
+const char *swin_preprocess_style_str(swin_preprocess_style s) {
+    return s == SWIN_PRE_HF ? "hf" : s == SWIN_PRE_TIMM ? "timm" : "?";
+}
+
+swin_status swin_preprocess_style_parse(const char *s, swin_preprocess_style *out) {
+    if (s && !strcmp(s, "timm")) { *out = SWIN_PRE_TIMM; return SWIN_OK; }
+    if (s && !strcmp(s, "hf")) { *out = SWIN_PRE_HF; return SWIN_OK; }
+    return swin_fail(SWIN_ERR_ARGUMENT, "preprocess style '%s': expected timm or hf", s ? s : "(null)");
+}
+
+/* Python's round() on d / 2.0 for an integer d >= 0: halves go to the even neighbour. */
+static int half_even(int d) {
+    int k = d / 2;
+    if (d % 2 == 0) return k;
+    return k % 2 == 0 ? k : k + 1;
+}
+
+/* torchvision CenterCrop offset along one side of length n for a crop of c */
+static int crop_offset(int n, int c) {
+    if (c > n) return -((c - n) / 2); /* padded with (c - n) // 2 on the leading side */
+    return half_even(n - c);
+}
+
+swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, int *rw, int *rh,
+                                 int *x0, int *y0) {
+    int s = p->size;
+    if (s < 1 || s > SWIN_IMAGE_MAX_SIDE)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: input size %d out of range", s);
+    if (w < 1 || h < 1) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: empty image %dx%d", w, h);
+    if (p->style == SWIN_PRE_HF) {
+        *rw = *rh = s;
+        *x0 = *y0 = 0;
+        return SWIN_OK;
+    }
+    if (p->style != SWIN_PRE_TIMM)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: unknown style %d", (int)p->style);
+    /* crop_pct came from a decimal in a JSON file: recover that decimal before dividing, as
+     * Python divides by the double, not by its float rounding (224 / 0.9f != 224 / 0.9) */
+    double cp = p->crop_pct > 0 ? p->crop_pct : 0.875;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", cp);
+    cp = strtod(buf, NULL);
+    double scaled = floor(s / cp);
+    if (!(scaled >= 1 && scaled <= 4 * SWIN_IMAGE_MAX_SIDE))
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: crop_pct %g gives a resize to %g pixels", cp,
+                         scaled);
+    int new_short = (int)scaled;
+    int shorter = w <= h ? w : h, longer = w <= h ? h : w;
+    double nl = (double)((long long)new_short * longer) / shorter; /* torchvision: int(s * long / short) */
+    if (nl > 1e9) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: %dx%d image is too elongated", w, h);
+    int new_long = (int)nl;
+    *rw = w <= h ? new_short : new_long;
+    *rh = w <= h ? new_long : new_short;
+    *x0 = crop_offset(*rw, s);
+    *y0 = crop_offset(*rh, s);
+    return SWIN_OK;
+}
+
+swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out) {
+    int rw, rh, x0, y0, s = p->size;
+    if (!img || !img->rgb || !out) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: NULL image or output");
+    SWIN_TRY(swin_preprocess_plan(p, img->width, img->height, &rw, &rh, &x0, &y0));
+    for (int c = 0; c < 3; c++)
+        if (!(p->std[c] != 0.0f) || !isfinite(p->std[c]) || !isfinite(p->mean[c]))
+            return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: bad mean/std for channel %d (%g, %g)", c,
+                             p->mean[c], p->std[c]);
+    uint8_t *win = malloc((size_t)s * s * 3);
+    if (!win) return swin_fail(SWIN_ERR_MEMORY, "preprocess: out of memory");
+    /* an image already at the resized size is used as is (torchvision and PIL skip the resize) */
+    swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, s, s,
+                                             p->interp, win);
+    if (st != SWIN_OK) { free(win); return st; }
+    size_t plane = (size_t)s * s;
+    for (int c = 0; c < 3; c++) {
+        float mean = p->mean[c], std = p->std[c];
+        float *o = out + c * plane;
+        for (size_t i = 0; i < plane; i++) {
+            float v;
+            if (p->style == SWIN_PRE_HF)
+                v = (float)((double)win[i * 3 + c] * (1.0 / 255.0)); /* numpy: float64 then cast */
+            else
+                v = (float)win[i * 3 + c] / 255.0f; /* torch: uint8 -> float32, div(255) */
+            o[i] = (v - mean) / std;
+        }
+    }
+    free(win);
+    return SWIN_OK;
+}
+
+swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *path, float *out) {
+    swin_image img;
+    SWIN_TRY(swin_image_load(path, &img));
+    swin_status st = swin_preprocess_image(p, &img, out);
+    swin_image_free(&img);
+    if (st != SWIN_OK) return swin_fail_prefix(st, "%s", path);
+    return SWIN_OK;
+}

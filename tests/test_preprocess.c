@@ -1,0 +1,407 @@
+/* test_preprocess.c - image decoding, PIL-exact resizing and timm / HF preprocessing against
+ * reference tensors made by tools/export_preprocess.py (tests/data/preprocess/), and the
+ * errors for bad images (made in a temporary directory at test time).
+ *   build/test_preprocess <source dir>
+ * Prints, per reference, the share of identical pixels / values and the largest difference. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "preprocess.h"
+#include "resize.h"
+#include "swin.h"
+#include "testutil.h"
+
+/* ---- a minimal safetensors reader for the reference file (U8 and F32 only). The project's
+ * own reader (src/safetensors.c) has no U8; this keeps the test independent of it. */
+typedef struct {
+    char name[160];
+    int u8; /* 1: U8, 0: F32 */
+    int rank;
+    long shape[4];
+    size_t numel;
+    const void *data;
+    char meta[256]; /* __metadata__[name], or "" */
+} ref_tensor;
+
+static uint8_t *g_file;
+static ref_tensor g_t[128];
+static int g_n;
+
+static int ref_load(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    g_file = malloc((size_t)size);
+    if (!g_file || fread(g_file, 1, (size_t)size, f) != (size_t)size || size < 8) { fclose(f); return 0; }
+    fclose(f);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | g_file[i];
+    if (hl > (uint64_t)size - 8) return 0;
+    cJSON *root = cJSON_ParseWithLength((const char *)g_file + 8, (size_t)hl);
+    if (!root) return 0;
+    const uint8_t *data = g_file + 8 + hl;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    for (cJSON *e = root->child; e && g_n < 128; e = e->next) {
+        if (!strcmp(e->string, "__metadata__")) continue;
+        ref_tensor *t = &g_t[g_n++];
+        snprintf(t->name, sizeof t->name, "%s", e->string);
+        const char *dt = cJSON_GetObjectItem(e, "dtype")->valuestring;
+        t->u8 = !strcmp(dt, "U8");
+        cJSON *sh = cJSON_GetObjectItem(e, "shape"), *off = cJSON_GetObjectItem(e, "data_offsets");
+        t->rank = cJSON_GetArraySize(sh);
+        t->numel = 1;
+        for (int i = 0; i < t->rank && i < 4; i++) {
+            t->shape[i] = (long)cJSON_GetArrayItem(sh, i)->valuedouble;
+            t->numel *= (size_t)t->shape[i];
+        }
+        t->data = data + (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+        cJSON *m = meta ? cJSON_GetObjectItemCaseSensitive(meta, e->string) : NULL;
+        snprintf(t->meta, sizeof t->meta, "%s", m && cJSON_IsString(m) ? m->valuestring : "");
+    }
+    cJSON_Delete(root);
+    return g_n > 0;
+}
+
+static const ref_tensor *ref_find(const char *name) {
+    for (int i = 0; i < g_n; i++)
+        if (!strcmp(g_t[i].name, name)) return &g_t[i];
+    return NULL;
+}
+
+static int is_jpeg(const char *file) { return strstr(file, ".jpg") != NULL; }
+
+/* ---- decoding: our RGB8 vs PIL's convert('RGB') */
+static void test_decode(const char *dir) {
+    for (int i = 0; i < g_n; i++) {
+        const ref_tensor *r = &g_t[i];
+        if (strncmp(r->name, "decoded.", 8)) continue;
+        const char *file = r->name + 8;
+        char path[2048 + 200];
+        if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path) continue;
+        swin_image img;
+        swin_status st = swin_image_load(path, &img);
+        if (!CHECK(st == SWIN_OK, "%s: %s", path, swin_last_error())) continue;
+        if (!CHECK(img.width == r->shape[1] && img.height == r->shape[0], "%s: %dx%d, PIL %ldx%ld", file,
+                   img.width, img.height, r->shape[1], r->shape[0])) { swin_image_free(&img); continue; }
+        const uint8_t *ref = r->data;
+        size_t same = 0, n = r->numel;
+        int maxd = 0;
+        double sumd = 0;
+        for (size_t k = 0; k < n; k++) {
+            int d = abs((int)img.rgb[k] - (int)ref[k]);
+            same += d == 0;
+            sumd += d;
+            if (d > maxd) maxd = d;
+        }
+        printf("decode  %-34s %6.2f%% identical, max diff %3d, mean %.3f\n", file, 100.0 * same / n,
+               maxd, sumd / n);
+        if (is_jpeg(file)) /* stb's IDCT and chroma upsampling differ from libjpeg-turbo's */
+            CHECK(maxd <= 24 && sumd / n < 1.5, "%s: JPEG decode too far from PIL's", file);
+        else
+            CHECK(same == n, "%s: lossless decode differs from PIL's", file);
+        swin_image_free(&img);
+    }
+}
+
+/* ---- resampling: ours vs PIL's resize of the same RGB8 pixels */
+static void test_resize(void) {
+    static const char *const INTERP[] = {"nearest", "bilinear", "bicubic"};
+    size_t all = 0, all_same = 0;
+    for (int i = 0; i < g_n; i++) {
+        const ref_tensor *r = &g_t[i];
+        if (strncmp(r->name, "resize.", 7)) continue;
+        char file[160], interp[160];
+        int w, h;
+        const char *last = strrchr(r->name, '.'), *mid;
+        if (sscanf(last + 1, "%dx%d", &w, &h) != 2) continue;
+        for (mid = last - 1; mid > r->name && *mid != '.'; mid--) {}
+        snprintf(interp, sizeof interp, "%.*s", (int)(last - mid - 1), mid + 1);
+        snprintf(file, sizeof file, "%.*s", (int)(mid - r->name - 7), r->name + 7);
+        char key[200];
+        snprintf(key, sizeof key, "decoded.%s", file);
+        const ref_tensor *src = ref_find(key);
+        int mode = -1;
+        for (int m = 0; m < 3; m++)
+            if (!strcmp(interp, INTERP[m])) mode = m;
+        if (!CHECK(src && mode >= 0, "%s: no source or bad interpolation", r->name)) continue;
+        uint8_t *out = malloc(r->numel);
+        swin_status st = swin_resize_rgb8(src->data, (int)src->shape[1], (int)src->shape[0], out, w, h,
+                                          (swin_interp)mode);
+        CHECK(st == SWIN_OK, "%s: %s", r->name, swin_last_error());
+        const uint8_t *ref = r->data;
+        size_t same = 0;
+        int maxd = 0;
+        for (size_t k = 0; k < r->numel; k++) {
+            int d = abs((int)out[k] - (int)ref[k]);
+            same += d == 0;
+            if (d > maxd) maxd = d;
+        }
+        all += r->numel;
+        all_same += same;
+        printf("resize  %-44s %7.3f%% identical, max diff %d\n", r->name + 7, 100.0 * same / r->numel, maxd);
+        CHECK(same * 1000 >= r->numel * 999 && maxd <= 1, "%s: %zu of %zu differ, max %d", r->name,
+              r->numel - same, r->numel, maxd);
+        free(out);
+    }
+    printf("resize  all: %zu of %zu values identical (%.4f%%)\n", all_same, all, 100.0 * all_same / all);
+    CHECK(all > 0, "no resize references found");
+}
+
+/* A window of the resized image equals the same crop of the full resize, zero outside. */
+static void test_resize_window(void) {
+    const ref_tensor *src = ref_find("decoded.grad_97x61.png");
+    if (!CHECK(src != NULL, "decoded.grad_97x61.png missing")) return;
+    static const struct { int dw, dh, x0, y0, ww, wh; } CASES[] = {
+        {112, 71, 24, 4, 64, 64}, {53, 84, -5, 10, 64, 64}, {300, 20, 100, -3, 50, 30},
+        {97, 61, 10, 10, 20, 20}, {40, 25, 39, 24, 3, 3}, {20, 20, -30, -30, 10, 10}};
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        for (int mode = 0; mode < 3; mode++) {
+            int dw = CASES[c].dw, dh = CASES[c].dh, x0 = CASES[c].x0, y0 = CASES[c].y0;
+            int ww = CASES[c].ww, wh = CASES[c].wh;
+            uint8_t *full = malloc((size_t)dw * dh * 3), *win = malloc((size_t)ww * wh * 3 + 16);
+            memset(win + (size_t)ww * wh * 3, 0xAB, 16); /* guard bytes */
+            swin_resize_rgb8(src->data, 97, 61, full, dw, dh, (swin_interp)mode);
+            swin_resize_rgb8_window(src->data, 97, 61, dw, dh, x0, y0, ww, wh, (swin_interp)mode, win);
+            int bad = 0;
+            for (int y = 0; y < wh; y++)
+                for (int x = 0; x < ww; x++)
+                    for (int k = 0; k < 3; k++) {
+                        int fx = x0 + x, fy = y0 + y;
+                        int want = fx >= 0 && fy >= 0 && fx < dw && fy < dh ? full[((size_t)fy * dw + fx) * 3 + k] : 0;
+                        bad += win[((size_t)y * ww + x) * 3 + k] != want;
+                    }
+            for (int g = 0; g < 16; g++) bad += win[(size_t)ww * wh * 3 + g] != 0xAB;
+            CHECK(bad == 0, "window %dx%d at (%d,%d) of %dx%d, mode %d: %d values differ", ww, wh, x0, y0,
+                  dw, dh, mode, bad);
+            free(full);
+            free(win);
+        }
+    }
+}
+
+/* ---- preprocessing geometry: timm's resize + center crop, numbers from torchvision */
+static void test_plan(void) {
+    static const struct { int w, h, size; float crop_pct; int rw, rh, x0, y0; } CASES[] = {
+        {97, 61, 48, 0.9f, 84, 53, 18, 2},        /* crop top round(2.5) = 2: half to even */
+        {97, 61, 64, 0.9f, 112, 71, 24, 4},       {61, 97, 64, 0.9f, 71, 112, 4, 24},
+        {300, 200, 224, 0.875f, 384, 256, 80, 16}, {200, 300, 224, 0.9f, 248, 372, 12, 74},
+        {500, 375, 224, 0.9f, 330, 248, 53, 12},  {97, 61, 64, 1.2f, 84, 53, 10, -5}, /* padded */
+        {256, 256, 224, 0.875f, 256, 256, 16, 16}, {1000, 10, 224, 1.0f, 22400, 224, 11088, 0},
+        {333, 333, 384, 1.0f, 384, 384, 0, 0},    {640, 427, 224, 0.95f, 352, 235, 64, 6}, /* 5.5 -> 6 */
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        swin_preprocess_params p = {.style = SWIN_PRE_TIMM, .interp = SWIN_INTERP_BICUBIC,
+                                    .size = CASES[c].size, .crop_pct = CASES[c].crop_pct};
+        int rw, rh, x0, y0;
+        swin_status st = swin_preprocess_plan(&p, CASES[c].w, CASES[c].h, &rw, &rh, &x0, &y0);
+        CHECK(st == SWIN_OK && rw == CASES[c].rw && rh == CASES[c].rh && x0 == CASES[c].x0 && y0 == CASES[c].y0,
+              "%dx%d size %d crop %.3f: got %dx%d at (%d,%d), torchvision %dx%d at (%d,%d)", CASES[c].w,
+              CASES[c].h, CASES[c].size, CASES[c].crop_pct, rw, rh, x0, y0, CASES[c].rw, CASES[c].rh,
+              CASES[c].x0, CASES[c].y0);
+    }
+}
+
+/* ---- preprocessing values vs timm / transformers */
+static int parse_params(const char *meta, swin_preprocess_params *p) {
+    char interp[16];
+    if (sscanf(meta, "size=%d crop_pct=%f interp=%15s mean=%f,%f,%f std=%f,%f,%f", &p->size, &p->crop_pct,
+               interp, &p->mean[0], &p->mean[1], &p->mean[2], &p->std[0], &p->std[1], &p->std[2]) != 9)
+        return 0;
+    p->interp = !strcmp(interp, "nearest") ? SWIN_INTERP_NEAREST
+              : !strcmp(interp, "bilinear") ? SWIN_INTERP_BILINEAR : SWIN_INTERP_BICUBIC;
+    return 1;
+}
+
+static void compare_f32(const char *what, const char *name, const float *a, const float *b, size_t n,
+                        double tol, size_t *exact_out) {
+    size_t exact = 0;
+    double maxd = 0;
+    for (size_t k = 0; k < n; k++) {
+        double d = fabs((double)a[k] - b[k]);
+        exact += a[k] == b[k];
+        if (d > maxd || d != d) maxd = d != d ? INFINITY : d;
+    }
+    printf("%-7s %-40s %7.3f%% identical, max |diff| %.3g (tolerance %.3g)\n", what, name, 100.0 * exact / n,
+           maxd, tol);
+    CHECK(maxd <= tol, "%s %s: max diff %g > %g", what, name, maxd, tol);
+    if (exact_out) *exact_out = exact;
+}
+
+static void test_preprocess(const char *dir) {
+    for (int i = 0; i < g_n; i++) {
+        const ref_tensor *r = &g_t[i];
+        int hf = !strncmp(r->name, "hf.", 3);
+        if (!hf && strncmp(r->name, "timm.", 5)) continue;
+        swin_preprocess_params p = {.style = hf ? SWIN_PRE_HF : SWIN_PRE_TIMM};
+        if (!CHECK(parse_params(r->meta, &p), "%s: bad metadata '%s'", r->name, r->meta)) continue;
+        char file[128], key[160], path[2048];
+        const char *f0 = r->name + (hf ? 3 : 5), *dot = strrchr(r->name, '.');
+        snprintf(file, sizeof file, "%.*s", (int)(dot - f0), f0);
+        snprintf(key, sizeof key, "decoded.%s", file);
+        const ref_tensor *src = ref_find(key);
+        if (!CHECK(src && r->numel == swin_preprocess_floats(&p), "%s: no source or wrong size", r->name)) continue;
+        float minstd = fminf(p.std[0], fminf(p.std[1], p.std[2]));
+        /* one 8-bit level through the normalisation, plus float rounding */
+        double tol_px = 1.0 / 255.0 / minstd + 1e-5;
+        float *out = malloc(r->numel * sizeof(float));
+        /* from PIL's decoded pixels: the resize and arithmetic are the same, expect bit-exact */
+        swin_image img = {(int)src->shape[1], (int)src->shape[0], (uint8_t *)src->data};
+        swin_status st = swin_preprocess_image(&p, &img, out);
+        CHECK(st == SWIN_OK, "%s: %s", r->name, swin_last_error());
+        size_t exact = 0;
+        compare_f32(hf ? "hf" : "timm", r->name, out, r->data, r->numel, tol_px, &exact);
+        CHECK(exact * 1000 >= r->numel * 999, "%s: only %zu of %zu values bit-exact", r->name, exact, r->numel);
+        /* from the file through our decoder: JPEG decoding differs a little (see test_decode) */
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        st = swin_preprocess_file(&p, path, out);
+        CHECK(st == SWIN_OK, "%s: %s", path, swin_last_error());
+        compare_f32("  +file", r->name, out, r->data, r->numel, is_jpeg(file) ? 24 * tol_px : tol_px, NULL);
+        free(out);
+    }
+}
+
+/* ---- bad images: each must fail with SWIN_ERR_IMAGE and a message naming path and problem */
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fwrite(data, 1, n, f); fclose(f); }
+}
+
+static size_t read_prefix(const char *path, uint8_t *buf, size_t max) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, max, f);
+    fclose(f);
+    return n;
+}
+
+static uint32_t crc32_png(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* A PNG signature and IHDR claiming w x h RGB, then nothing else. */
+static size_t png_header(uint8_t *b, uint32_t w, uint32_t h) {
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memcpy(b, sig, 8);
+    uint8_t *c = b + 8;
+    const uint8_t ihdr[17] = {'I', 'H', 'D', 'R', w >> 24, w >> 16, w >> 8, w, h >> 24, h >> 16, h >> 8, h,
+                              8, 2, 0, 0, 0};
+    c[0] = c[1] = c[2] = 0;
+    c[3] = 13;
+    memcpy(c + 4, ihdr, 17);
+    uint32_t crc = crc32_png(ihdr, 17);
+    c[21] = crc >> 24; c[22] = crc >> 16; c[23] = crc >> 8; c[24] = (uint8_t)crc;
+    return 8 + 25;
+}
+
+static void test_bad_images(const char *dir) {
+    /* under $TMPDIR, else the working directory (ctest runs tests in the build tree) */
+    char tmpl[1024];
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/swin_test_preprocess_XXXXXX", base && *base ? base : ".");
+    const char *tmp = mkdtemp(tmpl);
+    if (!CHECK(tmp != NULL, "mkdtemp failed")) return;
+    static uint8_t buf[1 << 16];
+    char src[2048], path[2048];
+    struct { const char *name, *expect; } cases[16];
+    int nc = 0;
+#define CASE(n, e) (cases[nc].name = (n), cases[nc].expect = (e), nc++)
+    CASE("missing.png", "No such file");
+    snprintf(path, sizeof path, "%s/empty.jpg", tmp);
+    write_file(path, "", 0), CASE("empty.jpg", "empty");
+    snprintf(src, sizeof src, "%s/grad_97x61.png", dir);
+    size_t n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated.png", tmp);
+    write_file(path, buf, n / 2), CASE("truncated.png", "PNG");
+    snprintf(src, sizeof src, "%s/photo_160x120_420.jpg", dir);
+    n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated.jpg", tmp);
+    write_file(path, buf, n * 6 / 10), CASE("truncated.jpg", "truncated JPEG");
+    snprintf(src, sizeof src, "%s/noise_300x200_progressive.jpg", dir);
+    n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated_progressive.jpg", tmp);
+    write_file(path, buf, n / 3), CASE("truncated_progressive.jpg", "truncated JPEG");
+    n = read_prefix(src, buf, sizeof buf); /* still the progressive JPEG */
+    for (size_t i = 2; i + 20 < n; i++)
+        if (buf[i] == 0xFF && buf[i + 1] == 0xC4) { memset(buf + i + 5, 0x20, 16); break; } /* 512 codes */
+    snprintf(path, sizeof path, "%s/bad_huffman.jpg", tmp);
+    write_file(path, buf, n), CASE("bad_huffman.jpg", "corrupt JPEG");
+    snprintf(src, sizeof src, "%s/gif_45x35.gif", dir);
+    n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated.gif", tmp);
+    write_file(path, buf, n * 2 / 3), CASE("truncated.gif", "truncated GIF");
+    snprintf(src, sizeof src, "%s/bmp_50x40.bmp", dir);
+    n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated.bmp", tmp);
+    write_file(path, buf, n / 2), CASE("truncated.bmp", "truncated BMP");
+    snprintf(src, sizeof src, "%s/tga_30x20.tga", dir);
+    n = read_prefix(src, buf, sizeof buf);
+    snprintf(path, sizeof path, "%s/truncated.tga", tmp);
+    write_file(path, buf, n / 2), CASE("truncated.tga", "truncated");
+    snprintf(path, sizeof path, "%s/huge.ppm", tmp);
+    write_file(path, "P6\n# big\n20000 30\n255\n", 22), CASE("huge.ppm", "20000x30 pixels is too large");
+    tu_seed(42);
+    for (int i = 0; i < 4096; i++) buf[i] = (uint8_t)tu_uniform(0, 256);
+    buf[2] = 0x7F; /* not a TGA image type either */
+    snprintf(path, sizeof path, "%s/random.png", tmp);
+    write_file(path, buf, 4096), CASE("random.png", "not an image");
+    snprintf(path, sizeof path, "%s/huge_side.png", tmp);
+    write_file(path, buf, png_header(buf, 60000, 60000)), CASE("huge_side.png", "60000x60000 pixels is too large");
+    snprintf(path, sizeof path, "%s/huge_area.png", tmp);
+    write_file(path, buf, png_header(buf, 12000, 12000)), CASE("huge_area.png", "12000x12000 pixels is too large");
+#undef CASE
+    for (int i = 0; i < nc; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, cases[i].name);
+        swin_image img = {0};
+        swin_status st = swin_image_load(path, &img);
+        const char *msg = swin_last_error();
+        printf("bad     %-26s -> %s\n", cases[i].name, msg);
+        CHECK(st == SWIN_ERR_IMAGE && img.rgb == NULL, "%s: status %d, expected SWIN_ERR_IMAGE", path, (int)st);
+        CHECK(strstr(msg, path) != NULL && strstr(msg, cases[i].expect) != NULL,
+              "%s: message '%s' should name the file and say '%s'", cases[i].name, msg, cases[i].expect);
+        unlink(path);
+    }
+    swin_image img;
+    CHECK(swin_image_load(tmp, &img) == SWIN_ERR_IMAGE && strstr(swin_last_error(), "directory"),
+          "a directory is refused: %s", swin_last_error());
+    rmdir(tmp);
+}
+
+static void test_extensions(void) {
+    static const struct { const char *path; int yes; } CASES[] = {
+        {"a.jpg", 1}, {"b.JPEG", 1}, {"dir.png/x", 0}, {"c.Png", 1}, {"d.txt", 0}, {"e", 0},
+        {"f.gif", 1}, {"g.bmp", 1}, {".jpgx", 0}, {"h.tga", 1}, {"i.ppm", 1}, {"j.jpg.bak", 0}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        CHECK(swin_image_has_extension(CASES[i].path) == CASES[i].yes, "extension of %s", CASES[i].path);
+}
+
+int main(int argc, char **argv) {
+    const char *root = argc > 1 ? argv[1] : ".";
+    char dir[1024], ref[1100];
+    snprintf(dir, sizeof dir, "%s/tests/data/preprocess", root);
+    snprintf(ref, sizeof ref, "%s/reference.safetensors", dir);
+    if (CHECK(ref_load(ref), "cannot read %s", ref)) {
+        test_decode(dir);
+        test_resize();
+        test_resize_window();
+        test_preprocess(dir);
+        test_bad_images(dir);
+    }
+    test_plan();
+    test_extensions();
+    free(g_file);
+    return tu_finish("test_preprocess");
+}
