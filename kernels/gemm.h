@@ -21,6 +21,11 @@ typedef struct swin_gemm swin_gemm;
 swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspace, size_t ws_bytes);
 void swin_gemm_free(swin_gemm *g);
 void *swin_gemm_cublas(swin_gemm *g);   /* the cublasHandle_t, for batched GEMMs elsewhere */
+/* Build the plan of one shape ahead of time (pointers assumed 256-byte aligned, as arena slices
+ * are), so that a later graph capture runs no heuristics. Optional: swin_linear_cuda builds
+ * missing plans itself. */
+swin_status swin_gemm_prepare(swin_gemm *g, int M, int K, int N, swin_act act, int has_bias,
+                              int has_residual);
 
 swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                              const void *residual, int M, int K, int N, swin_act act,

@@ -1,4 +1,4 @@
-/* ops.h - CUDA ops of the Swin forward pass (C-callable; implemented in kernels/*.cu).
+/* ops.h - CUDA ops of the Swin forward pass (C-callable; implemented in the kernels/ .cu files).
  *
  * Each op mirrors its CPU counterpart in src/layers.h: same arguments and shapes, device pointers,
  * activations in the session dtype `dt`, LayerNorm parameters, bias tables and scales in fp32,
@@ -27,6 +27,10 @@ extern int swin_cuda_debug_sync;
 /* dst[n] (dt_dst) <- src[n] (dt_src) */
 swin_status swin_convert_cuda(void *dst, swin_dtype dt_dst, const void *src, swin_dtype dt_src,
                               size_t n, cudaStream_t st);
+
+/* ---- activation (kernels/act.cu): x[n] = GELU(x) (exact erf form) (+ residual[n] when not NULL;
+ * residual must not alias x). swin_linear_cuda uses it for SWIN_ACT_GELU. */
+swin_status swin_gelu_cuda(void *x, const void *residual, size_t n, swin_dtype dt, cudaStream_t st);
 
 /* ---- norms (kernels/layernorm.cu) */
 swin_status swin_layernorm_cuda(void *out, const void *in, const float *ln_w, const float *ln_b,

@@ -1,0 +1,46 @@
+/* act.cu - activation op (kernels/ops.h): x = GELU(x) (+ residual), the exact erf form of
+ * PyTorch's nn.GELU(). swin_linear_cuda applies it after a cuBLASLt GEMM with the BIAS epilogue,
+ * because cuBLASLt's GELU epilogue is the tanh approximation (a later fusion could move this into
+ * a custom GEMM epilogue). 16-byte packs when n and the pointers allow.
+ * Test: tests/test_gpu_kernels.c (cases "gelu"), tests/test_gpu_gemm.c (fc1 shapes).
+ */
+#include "row.cuh"
+
+template <typename T, int V>
+static __global__ void gelu_kernel(T *__restrict__ x, const T *__restrict__ residual, size_t packs) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
+        float a[V];
+        pack_load<T, V>(a, x + i * V);
+#pragma unroll
+        for (int k = 0; k < V; k++) a[k] = 0.5f * a[k] * (1.0f + erff(a[k] * 0.70710678118654752f));
+        if (residual) {
+            float r[V];
+            pack_load<T, V>(r, residual + i * V);
+#pragma unroll
+            for (int k = 0; k < V; k++) a[k] += r[k];
+        }
+        pack_store<T, V>(x + i * V, a);
+    }
+}
+
+template <typename T>
+static swin_status gelu_launch(T *x, const T *residual, size_t n, cudaStream_t st) {
+    constexpr int VV = swin_vec<T>::n;
+    if (n % VV == 0 && swin_aligned16(x) && (!residual || swin_aligned16(residual)))
+        gelu_kernel<T, VV><<<swin_grid_for(n / VV), 256, 0, st>>>(x, residual, n / VV);
+    else
+        gelu_kernel<T, 1><<<swin_grid_for(n), 256, 0, st>>>(x, residual, n);
+    SWIN_LAUNCH_CHECK("gelu_kernel", st);
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_gelu_cuda(void *x, const void *residual, size_t n, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gelu_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (n == 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n is 0", op);
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    if (residual) SWIN_TRY(swin_check_ptr(op, "residual", residual, swin_dtype_size(dt)));
+    if (residual == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: residual aliases x", op);
+    SWIN_DISPATCH(dt, T, return gelu_launch<T>((T *)x, (const T *)residual, n, st));
+    return SWIN_OK;
+}

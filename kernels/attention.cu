@@ -1,0 +1,241 @@
+/* attention.cu - window attention of the Swin block (ops.h: swin_window_attention_cuda).
+ *
+ *   out [B*nW, N, C] <- softmax(scale * q.k (V2: cosine) + bias[rel] + shift mask) v
+ *
+ * Variants (swin_attn_impl), all tested by tests/test_gpu_attention.c:
+ *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
+ *                           cores (attention_mma.cuh), fp32 data on the CUDA cores in true fp32
+ *                           (attention_simt.cuh);
+ *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
+ *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
+ * The tile shapes live in attention_common.cuh (struct Tiles). This file holds the launchers and
+ * the op entries that validate arguments.
+ * Test: build tests/test_gpu_attention (ctest -L gpu), or run it with the source dir as argv[1];
+ * SWIN_TEST_QUICK=1 runs a small subset (for compute-sanitizer).
+ */
+#include <limits.h>
+
+#include "attention_common.cuh"
+#include "attention_mma.cuh"
+#include "attention_simt.cuh"
+#include "attention_unfused.cuh"
+
+using namespace swin_attn;
+
+static Geom make_geom(const swin_dims *d) {
+    Geom g;
+    g.N = d->window * d->window;
+    g.npad = (g.N + 15) / 16 * 16;
+    g.W = d->window;
+    g.res = d->res;
+    g.shift = d->shift;
+    g.nwx = d->res / d->window;
+    g.nw = g.nwx * g.nwx;
+    g.heads = d->heads;
+    g.C = d->C;
+    return g;
+}
+
+static swin_status device_limits(int *sms, int *smem_optin) {
+    int dev = 0;
+    SWIN_CUDA_TRY(cudaGetDevice(&dev));
+    SWIN_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    SWIN_CUDA_TRY(cudaDeviceGetAttribute(smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return SWIN_OK;
+}
+
+// ---- launchers
+
+template <int HD, typename T, int NW, bool STREAM>
+static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cudaStream_t st) {
+    auto kern = attn_mma_kernel<HD, T, NW, STREAM>;
+    if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kern<<<(unsigned)grid, NW * 32, smem, st>>>(a);
+    SWIN_LAUNCH_CHECK(STREAM ? "attn_mma_kernel<stream>" : "attn_mma_kernel<resident>", st);
+    return SWIN_OK;
+}
+
+/* small windows: as many persistent CTAs as fit on the device, at most one per (window, head) */
+template <int HD, typename T>
+static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
+    auto kern = attn_mma_pipe_kernel<HD, T>;
+    const int smem = PipeSmem(HD, a.g.npad, a.g.W).total, threads = Tiles::kWarpsSmall * 32;
+    if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0;
+    SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
+    if (per_sm < 1) per_sm = 1;
+    const size_t items = (size_t)a.nwin * a.g.heads, cap = (size_t)per_sm * sms;
+    const size_t grid = items < cap ? items : cap;
+    kern<<<(unsigned)grid, threads, smem, st>>>(a);
+    SWIN_LAUNCH_CHECK("attn_mma_pipe_kernel", st);
+    return SWIN_OK;
+}
+
+/* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split */
+template <int HD, typename T>
+static swin_status launch_mma(void *out, const void *qkv, const float *bias_table, const float *scale,
+                              const Geom &g, int nwin, int v2, cudaStream_t st) {
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    MmaArgs a;
+    a.qkv = qkv;
+    a.out = out;
+    a.bias_table = bias_table;
+    a.scale = scale;
+    a.g = g;
+    a.v2 = v2;
+    a.tiles = g.npad / Tiles::kRows;
+    a.nwin = nwin;
+    const int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
+    const size_t pairs = (size_t)nwin * g.heads;
+    const bool stream = (size_t)2 * g.npad * (HD + Tiles::kPad) * sizeof(T) > (size_t)Tiles::kResidentKvBytes;
+    if (stream) {
+        a.kv_rows = Tiles::kStreamKeys;
+        a.tiles_per_cta = nwarps;
+        a.groups = (a.tiles + nwarps - 1) / nwarps;
+    } else {
+        a.kv_rows = g.npad;
+        /* few (window, head) pairs: split the query tiles so that the machine fills up */
+        size_t want = (size_t)Tiles::kMinCtasPerSm * sms;
+        int groups = 1, max_groups = (a.tiles + nwarps - 1) / nwarps;
+        if (pairs < want) groups = (int)((want + pairs - 1) / pairs);
+        if (groups > max_groups) groups = max_groups;
+        a.tiles_per_cta = (a.tiles + groups - 1) / groups;
+        a.groups = (a.tiles + a.tiles_per_cta - 1) / a.tiles_per_cta;
+    }
+    const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
+    if (L.total > optin)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d with head_dim %d needs %d bytes of "
+                         "shared memory, the device allows %d", g.W, HD, L.total, optin);
+    const size_t grid = pairs * a.groups;
+    if (grid > INT_MAX)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
+    /* a window of <= 4 tiles (N <= 64) always fits: the 4-warp kernels are resident-only */
+    if constexpr (SWIN_ATTN_PIPELINE && HD <= 64)
+        if (nwarps == Tiles::kWarpsSmall) return launch_mma_pipe<HD, T>(a, sms, st);
+    if (nwarps == Tiles::kWarpsSmall)
+        return launch_mma_kernel<HD, T, Tiles::kWarpsSmall, false>(a, grid, L.total, st);
+    return stream ? launch_mma_kernel<HD, T, Tiles::kWarpsLarge, true>(a, grid, L.total, st)
+                  : launch_mma_kernel<HD, T, Tiles::kWarpsLarge, false>(a, grid, L.total, st);
+}
+
+/* fp32 data: SIMT kernel, 64 query rows per CTA */
+template <int HD>
+static swin_status launch_f32(float *out, const float *qkv, const float *bias_table, const float *scale,
+                              const Geom &g, int nwin, int v2, cudaStream_t st) {
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    F32Args a;
+    a.qkv = qkv;
+    a.out = out;
+    a.bias_table = bias_table;
+    a.scale = scale;
+    a.g = g;
+    a.v2 = v2;
+    const int rows = Tiles::kF32Warps * Tiles::kF32RowsPerWarp;
+    a.groups = (g.N + rows - 1) / rows;
+    const F32Smem L(HD, g.N, g.W);
+    if (L.total > optin)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention (fp32): window %d with head_dim %d needs %d "
+                         "bytes of shared memory, the device allows %d", g.W, HD, L.total, optin);
+    const size_t grid = (size_t)nwin * g.heads * a.groups;
+    if (grid > INT_MAX)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
+    auto kern = attn_f32_kernel<HD>;
+    if (L.total > 48 * 1024)
+        SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
+    kern<<<(unsigned)grid, Tiles::kF32Warps * 32, L.total, st>>>(a);
+    SWIN_LAUNCH_CHECK("attn_f32_kernel", st);
+    return SWIN_OK;
+}
+
+template <typename T>
+static swin_status launch_fused(void *out, const void *qkv, const float *bias_table, const float *scale,
+                                const Geom &g, int nwin, int hd, int v2, cudaStream_t st) {
+    switch (hd) {
+    case 16: return launch_mma<16, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    case 32: return launch_mma<32, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    case 64: return launch_mma<64, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    case 128: return launch_mma<128, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    }
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", hd);
+}
+template <>
+swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_table, const float *scale,
+                                const Geom &g, int nwin, int hd, int v2, cudaStream_t st) {
+    float *o = (float *)out;
+    const float *x = (const float *)qkv;
+    switch (hd) {
+    case 16: return launch_f32<16>(o, x, bias_table, scale, g, nwin, v2, st);
+    case 32: return launch_f32<32>(o, x, bias_table, scale, g, nwin, v2, st);
+    case 64: return launch_f32<64>(o, x, bias_table, scale, g, nwin, v2, st);
+    case 128: return launch_f32<128>(o, x, bias_table, scale, g, nwin, v2, st);
+    }
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", hd);
+}
+
+// ---- op entries
+
+/* Geometry checks shared by both entries; SWIN_OK when the op can run it. */
+static swin_status check_dims(const swin_dims *d, swin_dtype dt) {
+    if (!d) return swin_fail(SWIN_ERR_ARGUMENT, "window attention: dims is NULL");
+    if (dt != SWIN_DT_F32 && dt != SWIN_DT_F16 && dt != SWIN_DT_BF16)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: unknown dtype %d", (int)dt);
+    if (d->B < 1 || d->res < 1 || d->window < 1 || d->heads < 1 || d->head_dim < 1)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: B %d, res %d, window %d, heads %d, head_dim %d "
+                         "must all be >= 1", d->B, d->res, d->window, d->heads, d->head_dim);
+    if (d->C != d->heads * d->head_dim)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: C %d != heads %d x head_dim %d", d->C, d->heads,
+                         d->head_dim);
+    if (d->res % d->window != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: resolution %d is not a multiple of window %d",
+                         d->res, d->window);
+    if (d->shift < 0 || d->shift >= d->window)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: shift %d outside [0, window %d)", d->shift,
+                         d->window);
+    if (d->version != 1 && d->version != 2)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: version %d (expected 1 or 2)", d->version);
+    if (d->head_dim != 16 && d->head_dim != 32 && d->head_dim != 64 && d->head_dim != 128)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d (supported: 16, 32, 64, 128)",
+                         d->head_dim);
+    if (d->window > 32)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d (at most 32, N <= 1024 tokens)",
+                         d->window);
+    size_t nwin = (size_t)d->B * (d->res / d->window) * (d->res / d->window);
+    if (nwin * d->heads > INT_MAX / 64)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu windows x %d heads is too many", nwin,
+                         d->heads);
+    return SWIN_OK;
+}
+
+extern "C" size_t swin_window_attention_workspace(const swin_dims *d, swin_dtype dt, swin_attn_impl impl) {
+    if (impl != SWIN_ATTN_IMPL_UNFUSED || check_dims(d, dt) != SWIN_OK) return 0;
+    Geom g = make_geom(d);
+    UnfusedWs ws(NULL, g, d->B * g.nw, dt);
+    return ws.bytes;
+}
+
+extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *bias_table,
+                                                  const float *scale, const swin_dims *d, swin_dtype dt,
+                                                  swin_attn_impl impl, void *workspace, void *cublas,
+                                                  cudaStream_t st) {
+    if (!out || !qkv || !bias_table || !scale)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: NULL pointer (out %p, qkv %p, bias_table %p, "
+                         "scale %p)", out, qkv, (const void *)bias_table, (const void *)scale);
+    SWIN_TRY(check_dims(d, dt));
+    if (((uintptr_t)out | (uintptr_t)qkv) % 16 != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: qkv %p and out %p must be 16-byte aligned", qkv, out);
+    const Geom g = make_geom(d);
+    const int nwin = d->B * g.nw, v2 = d->version == 2;
+    if (impl == SWIN_ATTN_IMPL_FUSED) {
+        SWIN_DISPATCH(dt, T, return launch_fused<T>(out, qkv, bias_table, scale, g, nwin, d->head_dim, v2, st));
+    } else if (impl == SWIN_ATTN_IMPL_UNFUSED) {
+        if (!cublas || !workspace)
+            return swin_fail(SWIN_ERR_ARGUMENT, "window attention (unfused): needs a cuBLAS handle (%p) and a "
+                             "workspace of %zu bytes (%p)", cublas, swin_window_attention_workspace(d, dt, impl),
+                             workspace);
+        SWIN_DISPATCH(dt, T, return launch_unfused<T>((T *)out, (const T *)qkv, bias_table, scale, g, nwin, v2, dt,
+                                                       workspace, (cublasHandle_t)cublas, st));
+    }
+    return swin_fail(SWIN_ERR_ARGUMENT, "window attention: unknown implementation %d", (int)impl);
+}

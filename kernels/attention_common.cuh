@@ -1,0 +1,152 @@
+/* attention_common.cuh - pieces shared by the window-attention kernels (included by attention.cu
+ * only): the tile shapes (all in one place), the window geometry computed in-kernel (relative
+ * position offsets and shift-mask regions; no dense bias or mask is ever built), and the PTX
+ * wrappers for cp.async, ldmatrix and mma.sync m16n8k16.
+ * Test: tests/test_gpu_attention.c (run with the source dir as argv[1]).
+ */
+#ifndef SWIN_ATTENTION_COMMON_CUH
+#define SWIN_ATTENTION_COMMON_CUH
+
+#include <stdint.h>
+#include "common.cuh"
+
+namespace swin_attn {
+
+// ---- tile shapes: every kernel and launcher reads them from here
+struct Tiles {
+    /* tensor-core kernel (fp16/bf16): a warp owns 16 query rows and walks the keys in blocks of
+     * 64 (S block 16x64 in registers, online softmax between blocks) */
+    static constexpr int kRows = 16;             // query rows per warp tile (mma M)
+    static constexpr int kKeyBlock = 64;         // keys per online-softmax step
+    static constexpr int kWarpsSmall = 4;        // warps per CTA when the window has <= 4 tiles (N <= 64)
+    static constexpr int kWarpsLarge = 8;        // otherwise
+    static constexpr int kResidentKvBytes = 100 * 1024; // K+V of a window stay whole in smem up to this
+    static constexpr int kStreamKeys = 128;      // else K/V pass through smem in chunks of this many keys
+    static constexpr int kPad = 8;               // row padding (elements): rows shift by 16 B, ldmatrix conflict-free
+    static constexpr int kMinCtasPerSm = 2;      // split a window's query tiles over CTAs below this fill
+    /* fp32 SIMT kernel: a warp owns 8 query rows; a lane owns one key of a 32-key chunk for the
+     * scores and head_dim/32 output channels for P V */
+    static constexpr int kF32Warps = 8;
+    static constexpr int kF32RowsPerWarp = 8;
+    static constexpr int kF32Keys = 32;          // keys per chunk (one per lane)
+    static constexpr int kF32Pad = 4;            // K row padding (floats): float4 reads conflict-free
+    /* unfused softmax: one warp per score row */
+    static constexpr int kSoftmaxWarps = 8;
+};
+
+static constexpr float kLog2e = 1.4426950408889634f;
+static constexpr float kMask = -100.0f;          // added where shift regions differ (timm/HF)
+
+// ---- window geometry
+struct Geom {
+    int N, npad, W, res, shift, nwx, nw, heads, C;
+};
+
+/* region of a coordinate in the shifted frame; same as swin_region() in src/layers.h */
+__device__ __forceinline__ int region_of(int c, int res, int W, int shift) {
+    if (shift == 0) return 0;
+    return c < res - W ? 0 : (c < res - shift ? 1 : 2);
+}
+
+/* Token info of token t of window (wy, wx): koff | region << 12, where koff = ty*(2W-1) + tx and
+ * region in 0..8; pad tokens (t >= N) read as token 0. The relative-position bias index of query
+ * i and key j is qbase(i) - koff(j) with qbase(i) = koff(i) + (W-1)*(2W-1) + (W-1). */
+__device__ __forceinline__ int token_info(const Geom &g, int wy, int wx, int t) {
+    if (t >= g.N) t = 0;
+    int ty = t / g.W, tx = t - ty * g.W;
+    int reg = region_of(wy * g.W + ty, g.res, g.W, g.shift) * 3 + region_of(wx * g.W + tx, g.res, g.W, g.shift);
+    return (ty * (2 * g.W - 1) + tx) | (reg << 12);
+}
+__device__ __forceinline__ int info_koff(int info) { return info & 0xfff; }
+__device__ __forceinline__ int info_region(int info) { return info >> 12; }
+__device__ __forceinline__ int info_qbase(const Geom &g, int info) {
+    return info_koff(info) + (g.W - 1) * (2 * g.W - 1) + (g.W - 1);
+}
+
+/* window index w -> (wy, wx) inside its image */
+__device__ __forceinline__ void window_pos(const Geom &g, int w, int *wy, int *wx) {
+    int wl = w % g.nw;
+    *wy = wl / g.nwx;
+    *wx = wl - *wy * g.nwx;
+}
+
+/* does the window touch the shifted border (the only windows whose tokens lie in several regions)? */
+__device__ __forceinline__ bool window_masked(const Geom &g, int wy, int wx) {
+    return g.shift > 0 && (wy == g.nwx - 1 || wx == g.nwx - 1);
+}
+
+/* smem tables of one window and head: kinfo[t] for t < n, and the head's bias column times mul */
+__device__ __forceinline__ void stage_tables(int *kinfo, int n, float *bias, const float *table, int h,
+                                             float mul, const Geom &g, int wy, int wx, int tid, int nthr) {
+    for (int t = tid; t < n; t += nthr) kinfo[t] = token_info(g, wy, wx, t);
+    int nb = (2 * g.W - 1) * (2 * g.W - 1);
+    for (int i = tid; i < nb; i += nthr) bias[i] = __ldg(table + (size_t)i * g.heads + h) * mul;
+}
+
+// ---- PTX wrappers (sm_80+)
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16-byte async copy global -> shared; when !valid the 16 bytes are zero-filled (src not read) */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+/* wait until at most one (the most recent) committed group is still in flight */
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+/* 2^x on the SFU, denormals flushed (p < 2^-126 of the row max is 0 either way); 2^-inf = 0 */
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p))
+                 : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p))
+                 : "memory");
+}
+
+/* c[4] += a[4] (16x16, row) * b (16x8, col); fp32 accumulate */
+template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* two floats -> packed pair (lo = a), and back */
+template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
+    __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+template <typename T> __device__ __forceinline__ float2 unpack2(uint32_t u);
+template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
+    return __half22float2(*reinterpret_cast<__half2 *>(&u));
+}
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u) {
+    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&u));
+}
+
+} // namespace swin_attn
+
+#endif

@@ -1,0 +1,438 @@
+/* attention_mma.cuh - fused window attention on tensor cores (fp16/bf16), included by attention.cu.
+ *
+ * One CTA = one (window, head) [and, when windows are few, a slice of its query tiles]. Q, K, V
+ * are read straight from the QKV GEMM output [B*nW, N, 3C] with 16-byte cp.async; K and V of the
+ * window stay in shared memory and every query tile of the CTA reuses them ("resident" mode).
+ * When K+V would not fit (large head_dim at large windows) they pass through shared memory in
+ * chunks instead ("streamed" mode, each warp then owns one query tile). A warp owns 16 query rows:
+ * S = Q K^T with mma.sync m16n8k16 (ldmatrix fragments, fp32 accumulate), then bias (looked up in
+ * the head's column of the compact table, staged in smem, index computed here), shift mask
+ * (computed here from the token regions) and an online softmax in fp32 over key blocks of 64, then
+ * O += P V with P re-packed from the S registers. N is padded to a multiple of 16: pad keys score
+ * -inf, pad query rows are never written. V2 cosine attention scales the raw q.k by
+ * scale/(|q||k|) in fp32, with the norms computed from the staged rows. The shift mask is only
+ * evaluated in windows on the shifted border; elsewhere all tokens share one region.
+ * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
+ * for N <= 64 that prefetch the next item while computing the current one.
+ * Test: tests/test_gpu_attention.c.
+ */
+#ifndef SWIN_ATTENTION_MMA_CUH
+#define SWIN_ATTENTION_MMA_CUH
+
+#include "attention_common.cuh"
+
+/* CTAs per SM the 4-warp kernels are register-limited to reach (head_dim <= 32) */
+#ifndef SWIN_ATTN_MIN_CTAS
+#define SWIN_ATTN_MIN_CTAS 5
+#endif
+/* 1: small windows (N <= 64, head_dim <= 64) use the persistent prefetching kernel
+ * attn_mma_pipe_kernel below; 0 (default): the plain resident kernel. The pipelined kernel is
+ * compile-checked but has not yet run on a GPU: switch it on only after test_gpu_attention and
+ * compute-sanitizer racecheck pass with -DSWIN_ATTN_PIPELINE=1. */
+#ifndef SWIN_ATTN_PIPELINE
+#define SWIN_ATTN_PIPELINE 0
+#endif
+
+namespace swin_attn {
+
+struct MmaArgs {
+    const void *qkv;           // [B*nW, N, 3C]
+    void *out;                 // [B*nW, N, C]
+    const float *bias_table;   // [(2W-1)^2, heads]
+    const float *scale;        // [heads]
+    Geom g;
+    int v2;
+    int tiles;                 // query tiles of 16 rows per window (npad / 16)
+    int tiles_per_cta;         // resident: tiles one CTA covers; streamed: one per warp
+    int groups;                // CTAs per (window, head)
+    int kv_rows;               // keys held in smem at a time (npad when resident)
+    int nwin;                  // windows B*nW
+};
+
+/* shared-memory layout, the same on host (sizing) and device (carving); byte offsets */
+struct MmaSmem {
+    int k, v, kinfo, rk, bias, stage, total;
+    __host__ __device__ MmaSmem(int hd, int kv_rows, int npad, int W, int nwarps) {
+        int ld = hd + Tiles::kPad, nb = (2 * W - 1) * (2 * W - 1);
+        k = 0;
+        v = k + kv_rows * ld * 2;
+        kinfo = v + kv_rows * ld * 2;
+        rk = kinfo + npad * 4;
+        bias = rk + npad * 4;
+        stage = (bias + nb * 4 + 15) & ~15;
+        total = stage + nwarps * 2 * Tiles::kRows * ld * 2;   // per warp: Q tile and O tile
+    }
+};
+
+/* cp.async rows [r0, r0+nrows) of a [N, HD] slice (row stride ldg elements) into smem rows
+ * 0.. (stride LD); rows >= N are zero-filled so that P (=0) x V stays finite */
+template <int HD, typename T>
+__device__ __forceinline__ void load_rows(T *dst, const T *src, size_t ldg, int r0, int nrows, int N,
+                                          int tid, int nthr) {
+    constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;   // 16-byte chunks per row
+    for (int i = tid; i < nrows * CPR; i += nthr) {
+        int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
+        bool ok = gr < N;
+        cp_async16(dst + r * LD + c, src + (size_t)(ok ? gr : 0) * ldg + c, ok);
+    }
+}
+
+/* 1 / max(|row|, 1e-12) of an smem row of HD elements (fp32 sum of squares) */
+template <int HD, typename T>
+__device__ __forceinline__ float inv_norm_row(const T *row) {
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < HD; c += 8) {
+        uint4 u = *reinterpret_cast<const uint4 *>(row + c);
+        uint32_t w4[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float2 f = unpack2<T>(w4[e]);
+            ss = fmaf(f.x, f.x, fmaf(f.y, f.y, ss));
+        }
+    }
+    return 1.0f / fmaxf(sqrtf(ss), 1e-12f);
+}
+
+// ---- one warp's 16-row query tile
+template <int HD> struct WarpTile {
+    uint32_t qf[HD / 16][4];   // Q A-fragments
+    float o[HD / 8][4];        // O accumulators (rows g, g+8)
+    float m[2], l[2];          // running max (log2 domain) and lane-partial sums
+    float sc[2];               // scale * log2e (/ |q| for V2) of rows g, g+8
+    int qb[2], qr[2];          // bias base index and region of rows g, g+8
+};
+
+template <int HD, typename T>
+__device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int tile, const int *kinfo,
+                                           const MmaArgs &a, float scale_h, int lane) {
+    constexpr int LD = HD + Tiles::kPad;
+    const int mi = lane >> 3;
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++)
+        ldsm_x4(t.qf[ks], qs + ((lane & 7) + (mi & 1) * 8) * LD + ks * 16 + (mi >> 1) * 8);
+    float rq0 = 1.f, rq1 = 1.f;
+    if (a.v2) {
+        float rq = inv_norm_row<HD, T>(qs + (lane & 15) * LD);
+        rq0 = __shfl_sync(0xffffffffu, rq, lane >> 2);
+        rq1 = __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
+    }
+    t.sc[0] = scale_h * kLog2e * rq0;
+    t.sc[1] = scale_h * kLog2e * rq1;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int row = tile * Tiles::kRows + (lane >> 2) + r * 8;
+        int info = kinfo[row];   // kinfo holds npad entries; pads read as token 0
+        t.qb[r] = info_qbase(a.g, info);
+        t.qr[r] = info_region(info);
+        t.m[r] = -INFINITY;
+        t.l[r] = 0.f;
+    }
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
+}
+
+/* keys [k_begin, k_end) (multiples of 16); smem row 0 of ks/vs holds key k_lo. masked: the window
+ * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped) */
+template <int HD, typename T>
+__device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T *vs, int k_lo, int k_begin,
+                                          int k_end, const int *kinfo, const float *rk, const float *bias,
+                                          const MmaArgs &a, bool masked, int lane) {
+    constexpr int LD = HD + Tiles::kPad, KB = Tiles::kKeyBlock, NT = KB / 8;
+    const int mi = lane >> 3, q4 = lane & 3;
+    const float mask = kMask * kLog2e;
+    const float *br0 = bias + t.qb[0], *br1 = bias + t.qb[1];   // bias index = qbase(i) - koff(j)
+    for (int kb = k_begin; kb < k_end; kb += KB) {
+        const int ng = min(KB / 16, (k_end - kb) >> 4);   // 16-key groups in this block
+        const T *kblk = ks + (kb - k_lo) * LD, *vblk = vs + (kb - k_lo) * LD;
+        float s[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        // S = Q K^T
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++) {
+#pragma unroll
+            for (int gp = 0; gp < KB / 16; gp++) {
+                if (gp < ng) {
+                    uint32_t b[4];
+                    ldsm_x4(b, kblk + (gp * 16 + (lane & 7) + (mi >> 1) * 8) * LD + kk * 16 + (mi & 1) * 8);
+                    mma16816<T>(s[2 * gp], t.qf[kk], b[0], b[1]);
+                    mma16816<T>(s[2 * gp + 1], t.qf[kk], b[2], b[3]);
+                }
+            }
+        }
+        // log2-domain scores: s * scale (V2: / |k|) + bias, then mask and pads (uniform branches)
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            if (n / 2 < ng) {
+                const int j = kb + n * 8 + 2 * q4;
+                const int2 ki = *reinterpret_cast<const int2 *>(kinfo + j);
+                if (a.v2) {
+                    const float2 r = *reinterpret_cast<const float2 *>(rk + j);
+                    s[n][0] *= r.x, s[n][1] *= r.y, s[n][2] *= r.x, s[n][3] *= r.y;
+                }
+                const int k0 = info_koff(ki.x), k1 = info_koff(ki.y);
+                s[n][0] = fmaf(s[n][0], t.sc[0], br0[-k0]);
+                s[n][1] = fmaf(s[n][1], t.sc[0], br0[-k1]);
+                s[n][2] = fmaf(s[n][2], t.sc[1], br1[-k0]);
+                s[n][3] = fmaf(s[n][3], t.sc[1], br1[-k1]);
+                if (masked) {
+                    const int r0 = info_region(ki.x), r1 = info_region(ki.y);
+                    if (r0 != t.qr[0]) s[n][0] += mask;
+                    if (r1 != t.qr[0]) s[n][1] += mask;
+                    if (r0 != t.qr[1]) s[n][2] += mask;
+                    if (r1 != t.qr[1]) s[n][3] += mask;
+                }
+            } else {
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
+            }
+        }
+        if (kb + KB > a.g.N) {   // only the last block can hold pad keys
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const int j = kb + n * 8 + 2 * q4;
+                if (j >= a.g.N) s[n][0] = s[n][2] = -INFINITY;
+                if (j + 1 >= a.g.N) s[n][1] = s[n][3] = -INFINITY;
+            }
+        }
+        float bmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            bmax[0] = fmaxf(bmax[0], fmaxf(s[n][0], s[n][1]));
+            bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
+        }
+        // online softmax update (rows g, g+8; a row's 64 scores live in the 4 lanes of a quad)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
+            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
+            const float mnew = fmaxf(t.m[r], bmax[r]);
+            const float base = mnew == -INFINITY ? 0.f : mnew;
+            const float alpha = fast_exp2(t.m[r] - base);
+            t.m[r] = mnew;
+            t.l[r] *= alpha;
+#pragma unroll
+            for (int n = 0; n < HD / 8; n++) {
+                t.o[n][2 * r] *= alpha;
+                t.o[n][2 * r + 1] *= alpha;
+            }
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                float p0 = fast_exp2(s[n][2 * r] - base), p1 = fast_exp2(s[n][2 * r + 1] - base);
+                s[n][2 * r] = p0;
+                s[n][2 * r + 1] = p1;
+                t.l[r] += p0 + p1;
+            }
+        }
+        // O += P V  (P from the S registers: accumulator layout == A-fragment layout)
+#pragma unroll
+        for (int gp = 0; gp < KB / 16; gp++) {
+            if (gp < ng) {
+                uint32_t pa[4];
+                pa[0] = pack2<T>(s[2 * gp][0], s[2 * gp][1]);
+                pa[1] = pack2<T>(s[2 * gp][2], s[2 * gp][3]);
+                pa[2] = pack2<T>(s[2 * gp + 1][0], s[2 * gp + 1][1]);
+                pa[3] = pack2<T>(s[2 * gp + 1][2], s[2 * gp + 1][3]);
+#pragma unroll
+                for (int np = 0; np < HD / 16; np++) {
+                    uint32_t b[4];
+                    ldsm_x4_trans(b, vblk + (gp * 16 + (lane & 7) + (mi & 1) * 8) * LD + np * 16 + (mi >> 1) * 8);
+                    mma16816<T>(t.o[2 * np], pa, b[0], b[1]);
+                    mma16816<T>(t.o[2 * np + 1], pa, b[2], b[3]);
+                }
+            }
+        }
+    }
+}
+
+/* normalise and write the tile's valid rows: registers -> smem (os) -> 16-byte global stores */
+template <int HD, typename T>
+__device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int lane) {
+    constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float l = t.l[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        inv[r] = 1.f / l;
+    }
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++)
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            *reinterpret_cast<uint32_t *>(os + ((lane >> 2) + r * 8) * LD + n * 8 + 2 * (lane & 3)) =
+                pack2<T>(t.o[n][2 * r] * inv[r], t.o[n][2 * r + 1] * inv[r]);
+    __syncwarp();
+    for (int i = lane; i < Tiles::kRows * CPR; i += 32) {
+        int r = i / CPR, c = (i % CPR) * 8, row = tile * Tiles::kRows + r;
+        if (row < a.g.N)
+            *reinterpret_cast<uint4 *>(out + (size_t)row * a.g.C + c) = *reinterpret_cast<const uint4 *>(os + r * LD + c);
+    }
+    __syncwarp();
+}
+
+// ---- the kernel
+template <int HD, typename T, int NW, bool STREAM>
+__global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32) ? SWIN_ATTN_MIN_CTAS : 1)
+attn_mma_kernel(MmaArgs a) {
+    constexpr int LD = HD + Tiles::kPad;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    constexpr int nwarps = NW, nthr = NW * 32;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
+    int cta = blockIdx.x;
+    const int grp = cta % a.groups;
+    cta /= a.groups;
+    const int h = cta % g.heads, w = cta / g.heads;
+    int wy, wx;
+    window_pos(g, w, &wy, &wx);
+
+    const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
+    T *ks = reinterpret_cast<T *>(smem + L.k), *vs = reinterpret_cast<T *>(smem + L.v);
+    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
+    float *rk = reinterpret_cast<float *>(smem + L.rk), *bias = reinterpret_cast<float *>(smem + L.bias);
+    T *qs = reinterpret_cast<T *>(smem + L.stage) + warp * 2 * Tiles::kRows * LD, *os = qs + Tiles::kRows * LD;
+
+    const size_t ldg = (size_t)3 * g.C;
+    const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + h * HD;
+    const T *k = q + g.C, *v = q + 2 * g.C;
+    T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + h * HD;
+    const float scale_h = __ldg(a.scale + h);
+    const int t0 = grp * a.tiles_per_cta, t1 = min(a.tiles, t0 + a.tiles_per_cta);
+    const bool masked = window_masked(g, wy, wx);
+    int tile = t0 + warp;
+
+    if (tile < t1) load_rows<HD>(qs, q, ldg, tile * Tiles::kRows, Tiles::kRows, g.N, lane, 32);
+    if (!STREAM) {
+        load_rows<HD>(ks, k, ldg, 0, g.npad, g.N, tid, nthr);
+        load_rows<HD>(vs, v, ldg, 0, g.npad, g.N, tid, nthr);
+    }
+    cp_async_commit();
+    stage_tables(kinfo, g.npad, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);   // overlaps the copies
+    cp_async_wait_all();
+    __syncthreads();
+
+    if (!STREAM) {
+        if (a.v2) {
+            for (int j = tid; j < g.npad; j += nthr) rk[j] = inv_norm_row<HD, T>(ks + j * LD);
+            __syncthreads();
+        }
+        for (; tile < t1; tile += nwarps) {
+            WarpTile<HD> t;
+            tile_begin<HD, T>(t, qs, tile, kinfo, a, scale_h, lane);
+            __syncwarp();
+            const int next = tile + nwarps;   // prefetch the next tile's Q while this one computes
+            if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, lane, 32);
+            cp_async_commit();
+            tile_keys<HD, T>(t, ks, vs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
+            tile_end<HD, T>(t, os, out, tile, a, lane);
+            cp_async_wait_all();
+            __syncwarp();
+        }
+    } else {
+        const bool has = tile < t1;
+        WarpTile<HD> t;
+        if (has) tile_begin<HD, T>(t, qs, tile, kinfo, a, scale_h, lane);
+        for (int c0 = 0; c0 < g.npad; c0 += a.kv_rows) {
+            const int n = min(a.kv_rows, g.npad - c0);
+            __syncthreads();   // every warp is done with the previous chunk
+            load_rows<HD>(ks, k, ldg, c0, n, g.N, tid, nthr);
+            load_rows<HD>(vs, v, ldg, c0, n, g.N, tid, nthr);
+            cp_async_commit();
+            cp_async_wait_all();
+            __syncthreads();
+            if (a.v2) {
+                for (int j = tid; j < n; j += nthr) rk[c0 + j] = inv_norm_row<HD, T>(ks + j * LD);
+                __syncthreads();
+            }
+            if (has) tile_keys<HD, T>(t, ks, vs, c0, c0, c0 + n, kinfo, rk, bias, a, masked, lane);
+        }
+        if (has) tile_end<HD, T>(t, os, out, tile, a, lane);
+    }
+}
+
+// ---- small windows (N <= 64): persistent CTAs, next (window, head) prefetched while computing
+
+/* two stages of {Q, K, V, kinfo, bias} for one (window, head) each, then rk and the O staging;
+ * byte offsets inside stage 0 (stage 1 = the same + span) */
+struct PipeSmem {
+    int q, k, v, kinfo, bias, span, rk, stage, total;
+    __host__ __device__ PipeSmem(int hd, int npad, int W) {
+        int ld = hd + Tiles::kPad, mat = npad * ld * 2, nb = ((2 * W - 1) * (2 * W - 1) * 4 + 15) & ~15;
+        q = 0;
+        k = q + mat;
+        v = k + mat;
+        kinfo = v + mat;
+        bias = kinfo + npad * 4;
+        span = bias + nb;
+        rk = 2 * span;
+        stage = rk + npad * 4;
+        total = stage + Tiles::kWarpsSmall * Tiles::kRows * ld * 2;
+    }
+};
+
+/* Grid-stride over the (window, head) items; each warp owns query tile `warp` of every item.
+ * Loads of item i+1 (cp.async group) are in flight while item i computes. */
+template <int HD, typename T>
+__global__ void __launch_bounds__(Tiles::kWarpsSmall * 32, HD <= 32 ? SWIN_ATTN_MIN_CTAS : 1)
+attn_mma_pipe_kernel(MmaArgs a) {
+    constexpr int LD = HD + Tiles::kPad, NW = Tiles::kWarpsSmall, nthr = NW * 32;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
+    const PipeSmem L(HD, g.npad, g.W);
+    const size_t ldg = (size_t)3 * g.C, nitems = (size_t)a.nwin * g.heads;
+    float *rk = reinterpret_cast<float *>(smem + L.rk);
+    T *os = reinterpret_cast<T *>(smem + L.stage) + warp * Tiles::kRows * LD;
+
+    /* issue the copies (one cp.async group) and stage the tables of item it into stage sb (bytes) */
+    auto issue = [&](size_t it, int sb) {
+        const int h = (int)(it % g.heads), w = (int)(it / g.heads);
+        int wy, wx;
+        window_pos(g, w, &wy, &wx);
+        const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + h * HD;
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.q), q, ldg, 0, g.npad, g.N, tid, nthr);
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.k), q + g.C, ldg, 0, g.npad, g.N, tid, nthr);
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.v), q + 2 * g.C, ldg, 0, g.npad, g.N, tid, nthr);
+        cp_async_commit();
+        stage_tables(reinterpret_cast<int *>(smem + sb + L.kinfo), g.npad, reinterpret_cast<float *>(smem + sb + L.bias),
+                     a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
+    };
+
+    size_t item = blockIdx.x;
+    int sb = 0;   // byte offset of the current stage
+    if (item < nitems) issue(item, 0);
+    while (item < nitems) {
+        const size_t next = item + gridDim.x;
+        if (next < nitems) issue(next, L.span - sb);
+        else cp_async_commit();   // empty group: "all but the newest" is then this item's group
+        cp_async_wait_one();
+        __syncthreads();
+        const T *ks = reinterpret_cast<const T *>(smem + sb + L.k), *vs = reinterpret_cast<const T *>(smem + sb + L.v);
+        const int *kinfo = reinterpret_cast<const int *>(smem + sb + L.kinfo);
+        if (a.v2) {
+            for (int j = tid; j < g.npad; j += nthr) rk[j] = inv_norm_row<HD, T>(ks + j * LD);
+            __syncthreads();
+        }
+        const int h = (int)(item % g.heads), w = (int)(item / g.heads);
+        if (warp < a.tiles) {
+            int wy, wx;
+            window_pos(g, w, &wy, &wx);
+            T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + h * HD;
+            WarpTile<HD> t;
+            tile_begin<HD, T>(t, reinterpret_cast<const T *>(smem + sb + L.q) + warp * Tiles::kRows * LD, warp,
+                              kinfo, a, __ldg(a.scale + h), lane);
+            tile_keys<HD, T>(t, ks, vs, 0, 0, g.npad, kinfo, rk, reinterpret_cast<const float *>(smem + sb + L.bias),
+                             a, window_masked(g, wy, wx), lane);
+            tile_end<HD, T>(t, os, out, warp, a, lane);
+        }
+        __syncthreads();   // this stage (and rk) free before the next iteration refills them
+        item = next;
+        sb = L.span - sb;
+    }
+}
+
+} // namespace swin_attn
+
+#endif

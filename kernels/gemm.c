@@ -1,0 +1,284 @@
+/* gemm.c - linear layers through cuBLASLt (kernels/gemm.h):
+ *
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]) (+ residual [M, N], may alias out)
+ *
+ * Row-major PyTorch layouts seen column-major: D^T [N, M] = W [N, K] (A = w, transa = T) x in^T
+ * (B = in, transb = N); the bias is per row of the column-major D (epilogue BIAS), the residual
+ * is C with beta = 1 (C == D is allowed by cuBLASLt when both share the layout).
+ * Precision: SWIN_FP32 fp32 data, CUBLAS_COMPUTE_32F (cuBLASLt uses TF32 only when asked for
+ * CUBLAS_COMPUTE_32F_FAST_TF32); SWIN_TF32 the latter; SWIN_FP16 / SWIN_BF16 16-bit A/B/C/D/bias
+ * with fp32 accumulation and fp32 scales.
+ * GELU: cuBLASLt's GELU epilogue is the tanh approximation, the model needs the exact erf form of
+ * nn.GELU, so GELU is the BIAS epilogue followed by swin_gelu_cuda (kernels/act.cu), which also
+ * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference). Fusing the
+ * erf GELU into the GEMM epilogue is left for later.
+ * Plans: matmul descriptor, layouts and the heuristic's best algorithm, cached per (M, K, N, act,
+ * bias, residual, pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the
+ * heuristic, replays and graph captures only look the plan up.
+ * The cublasHandle_t of swin_gemm_cublas() follows the precision (TF32 math only for SWIN_TF32);
+ * cublasSetStream resets its workspace, so its user sets the stream (and a workspace) itself.
+ * Test: tests/test_gpu_gemm.c.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "gemm.h"
+#include "internal.h"
+
+/* Record a failed cuBLAS(Lt) call (statement, place, status string) into st and jump to fail. */
+#define LT_GO(call)                                                                                \
+    do {                                                                                           \
+        cublasStatus_t lt_s_ = (call);                                                             \
+        if (lt_s_ != CUBLAS_STATUS_SUCCESS) {                                                      \
+            st = swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,      \
+                           cublasLtGetStatusString(lt_s_));                                        \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+#define LT_TRY(call)                                                                               \
+    do {                                                                                           \
+        cublasStatus_t lt_s_ = (call);                                                             \
+        if (lt_s_ != CUBLAS_STATUS_SUCCESS)                                                        \
+            return swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,    \
+                             cublasLtGetStatusString(lt_s_));                                      \
+    } while (0)
+
+typedef struct {
+    int M, K, N, act, has_bias, has_res;   /* has_res: residual fused as C (beta = 1) */
+    uint32_t align[5];                     /* A (w), B (in), C, D (out), bias: bytes, <= 256 */
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lcd;    /* lcd serves C and D */
+    cublasLtMatmulAlgo_t algo;
+} gemm_plan;
+
+struct swin_gemm {
+    swin_precision prec;
+    swin_dtype dt;
+    cudaDataType_t data_type;
+    cublasComputeType_t compute;
+    cublasLtHandle_t lt;
+    cublasHandle_t blas;
+    void *ws;
+    size_t ws_bytes;
+    gemm_plan *plans;
+    int n_plans, cap_plans;
+};
+
+// ---- plans
+
+/* Largest power of two (<= 256) dividing the address; 256 for NULL (pointer not used). */
+static uint32_t align_of(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (!a) return 256;
+    uintptr_t low = a & (~a + 1);
+    return low >= 256 ? 256u : (uint32_t)low;
+}
+
+static void plan_destroy(gemm_plan *p) {
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lcd) cublasLtMatrixLayoutDestroy(p->lcd);
+    memset(p, 0, sizeof *p);
+}
+
+/* Descriptors and the heuristic's best algorithm for key p (fields M..align filled). */
+static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
+    swin_status st = SWIN_OK;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtEpilogue_t epi = p->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    uint64_t ws = g->ws_bytes;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    memset(&res, 0, sizeof res);
+
+    LT_GO(cublasLtMatmulDescCreate(&p->desc, g->compute, CUDA_R_32F));
+    LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (p->has_bias) {
+        /* the heuristic reads the bias pointer's value (never dereferenced) for its alignment */
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &g->data_type,
+                                             sizeof g->data_type));
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    LT_GO(cublasLtMatrixLayoutCreate(&p->la, g->data_type, (uint64_t)p->K, (uint64_t)p->N, p->K));
+    LT_GO(cublasLtMatrixLayoutCreate(&p->lb, g->data_type, (uint64_t)p->K, (uint64_t)p->M, p->K));
+    LT_GO(cublasLtMatrixLayoutCreate(&p->lcd, g->data_type, (uint64_t)p->N, (uint64_t)p->M, p->N));
+
+    LT_GO(cublasLtMatmulPreferenceCreate(&pref));
+    LT_GO(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    static const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        LT_GO(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &p->align[i], sizeof p->align[i]));
+    LT_GO(cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->lcd, p->lcd, pref, 1, &res, &found));
+    if (found < 1) {
+        st = swin_fail(SWIN_ERR_UNSUPPORTED,
+                       "swin_linear_cuda: cuBLASLt has no algorithm for M %d, K %d, N %d (%s, bias %d, "
+                       "residual %d, alignments %u/%u/%u/%u)", p->M, p->K, p->N,
+                       swin_precision_str(g->prec), p->has_bias, p->has_res, p->align[0], p->align[1],
+                       p->align[2], p->align[3]);
+        goto fail;
+    }
+    p->algo = res.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+    return SWIN_OK;
+fail:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    plan_destroy(p);
+    return st;
+}
+
+static int plan_match(const gemm_plan *a, const gemm_plan *b) {
+    return a->M == b->M && a->K == b->K && a->N == b->N && a->act == b->act &&
+           a->has_bias == b->has_bias && a->has_res == b->has_res &&
+           memcmp(a->align, b->align, sizeof a->align) == 0;
+}
+
+/* The cached plan for key, built on first use. */
+static swin_status plan_get(swin_gemm *g, const gemm_plan *key, const void *bias, gemm_plan **out) {
+    for (int i = 0; i < g->n_plans; i++)
+        if (plan_match(&g->plans[i], key)) { *out = &g->plans[i]; return SWIN_OK; }
+    if (g->n_plans == g->cap_plans) {
+        int cap = g->cap_plans ? 2 * g->cap_plans : 32;
+        gemm_plan *np = (gemm_plan *)realloc(g->plans, (size_t)cap * sizeof *np);
+        if (!np) return swin_fail(SWIN_ERR_MEMORY, "swin_linear_cuda: out of memory for GEMM plans");
+        g->plans = np;
+        g->cap_plans = cap;
+    }
+    gemm_plan *p = &g->plans[g->n_plans];
+    *p = *key;
+    p->desc = NULL;
+    p->la = p->lb = p->lcd = NULL;
+    SWIN_TRY(plan_build(g, p, bias));
+    g->n_plans++;
+    *out = p;
+    return SWIN_OK;
+}
+
+/* Fill the key of a call; has_res is whether the residual is fused as C (not with GELU). */
+static void plan_key(gemm_plan *k, int M, int K, int N, swin_act act, const void *out, const void *in,
+                     const void *w, const void *bias, const void *residual) {
+    memset(k, 0, sizeof *k);
+    k->M = M, k->K = K, k->N = N, k->act = (int)act;
+    k->has_bias = bias != NULL;
+    k->has_res = residual != NULL && act != SWIN_ACT_GELU;
+    k->align[0] = align_of(w);
+    k->align[1] = align_of(in);
+    k->align[2] = align_of(k->has_res ? residual : out);
+    k->align[3] = align_of(out);
+    k->align[4] = align_of(bias);
+}
+
+// ---- lifetime
+
+swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspace, size_t ws_bytes) {
+    if (!out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_gemm_create: out is NULL");
+    *out = NULL;
+    if (ws_bytes && !workspace)
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_gemm_create: workspace is NULL but %zu bytes", ws_bytes);
+    swin_gemm *g = (swin_gemm *)calloc(1, sizeof *g);
+    if (!g) return swin_fail(SWIN_ERR_MEMORY, "swin_gemm_create: out of memory");
+    g->prec = prec;
+    g->ws = workspace;
+    g->ws_bytes = ws_bytes;
+    cublasMath_t math = CUBLAS_DEFAULT_MATH;
+    switch (prec) {
+    case SWIN_FP32: g->dt = SWIN_DT_F32, g->data_type = CUDA_R_32F, g->compute = CUBLAS_COMPUTE_32F; break;
+    case SWIN_TF32:
+        g->dt = SWIN_DT_F32, g->data_type = CUDA_R_32F, g->compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+        math = CUBLAS_TF32_TENSOR_OP_MATH;
+        break;
+    case SWIN_FP16: g->dt = SWIN_DT_F16, g->data_type = CUDA_R_16F, g->compute = CUBLAS_COMPUTE_32F; break;
+    case SWIN_BF16: g->dt = SWIN_DT_BF16, g->data_type = CUDA_R_16BF, g->compute = CUBLAS_COMPUTE_32F; break;
+    default:
+        free(g);
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_gemm_create: unknown precision %d", (int)prec);
+    }
+    swin_status st = SWIN_OK;
+    LT_GO(cublasLtCreate(&g->lt));
+    LT_GO(cublasCreate(&g->blas));
+    LT_GO(cublasSetMathMode(g->blas, math));
+    *out = g;
+    return SWIN_OK;
+fail:
+    swin_gemm_free(g);
+    return st;
+}
+
+void swin_gemm_free(swin_gemm *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_plans; i++) plan_destroy(&g->plans[i]);
+    free(g->plans);
+    if (g->blas) cublasDestroy(g->blas);
+    if (g->lt) cublasLtDestroy(g->lt);
+    free(g);
+}
+
+void *swin_gemm_cublas(swin_gemm *g) { return g ? (void *)g->blas : NULL; }
+
+// ---- calls
+
+static swin_status check_shape(const char *op, swin_gemm *g, int M, int K, int N, swin_act act) {
+    if (!g) return swin_fail(SWIN_ERR_ARGUMENT, "%s: gemm is NULL", op);
+    if (M <= 0 || K <= 0 || N <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: M %d, K %d and N %d must be positive", op, M, K, N);
+    if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
+    return SWIN_OK;
+}
+
+swin_status swin_gemm_prepare(swin_gemm *g, int M, int K, int N, swin_act act, int has_bias, int has_residual) {
+    SWIN_TRY(check_shape("swin_gemm_prepare", g, M, K, N, act));
+    const void *aligned = (const void *)(uintptr_t)256;   /* stands for any 256-byte aligned slice */
+    gemm_plan key, *p;
+    plan_key(&key, M, K, N, act, aligned, aligned, aligned, has_bias ? aligned : NULL,
+             has_residual ? aligned : NULL);
+    return plan_get(g, &key, has_bias ? aligned : NULL, &p);
+}
+
+swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
+                             const void *residual, int M, int K, int N, swin_act act,
+                             swin_gemm *g, cudaStream_t st) {
+    static const char op[] = "swin_linear_cuda";
+    SWIN_TRY(check_shape(op, g, M, K, N, act));
+    const size_t es = swin_dtype_size(g->dt);
+    const void *ptrs[5] = {out, in, w, bias, residual};
+    static const char *const names[5] = {"out", "in", "w", "bias", "residual"};
+    for (int i = 0; i < 5; i++) {
+        if (!ptrs[i] && i < 3) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
+        if (ptrs[i] && (uintptr_t)ptrs[i] % es)
+            return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s (%p) is not aligned to %zu bytes", op, names[i],
+                             ptrs[i], es);
+    }
+    if (in == out) return swin_fail(SWIN_ERR_ARGUMENT, "%s: in and out are the same buffer", op);
+    if (act == SWIN_ACT_GELU && residual == out)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: GELU with a residual that aliases out (M %d, N %d)", op, M, N);
+
+    gemm_plan key, *p;
+    plan_key(&key, M, K, N, act, out, in, w, bias, residual);
+    SWIN_TRY(plan_get(g, &key, bias, &p));
+    if (bias) LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
+    const void *c = p->has_res ? residual : out;
+    LT_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out, p->lcd,
+                          &p->algo, g->ws, g->ws_bytes, st));
+    if (swin_cuda_debug_sync) {
+        cudaError_t e = cudaStreamSynchronize(st);
+        if (e != cudaSuccess)
+            return swin_fail(SWIN_ERR_CUDA, "%s: cublasLtMatmul M %d K %d N %d failed: %s", op, M, K, N,
+                             cudaGetErrorString(e));
+    }
+    if (act == SWIN_ACT_GELU)
+        SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
+    return SWIN_OK;
+}

@@ -1,0 +1,149 @@
+/* layernorm.cu - LayerNorm ops (kernels/ops.h): plain, residual (x += LN(y), V2 res-post-norm)
+ * and the head's LayerNorm + mean over tokens.
+ *
+ * Row ops use the generic row kernel of row.cuh (one 8/16/32-lane group per row, fp32 two-pass
+ * statistics in registers, 16-byte packs). CPU counterparts: swin_layernorm_cpu,
+ * swin_layernorm_residual_cpu, swin_ln_pool_cpu in src/layers_cpu.c.
+ * Test: tests/test_gpu_kernels.c (cases "layernorm", "ln_residual", "ln_pool").
+ */
+#include "row.cuh"
+
+// ---- row maps
+
+template <typename T> struct ln_map {   /* out[r] = LN(in[r]); out may alias in */
+    static constexpr bool kAccumulate = false;
+    const T *in;
+    T *out;
+    int C;
+    __device__ const T *src(int r, int e) const { return in + (size_t)r * C + e; }
+    __device__ T *dst(int r, int e) const { return out + (size_t)r * C + e; }
+};
+
+template <typename T> struct ln_residual_map {   /* x[r] += LN(y[r]) */
+    static constexpr bool kAccumulate = true;
+    const T *y;
+    T *x;
+    int C;
+    __device__ const T *src(int r, int e) const { return y + (size_t)r * C + e; }
+    __device__ T *dst(int r, int e) const { return x + (size_t)r * C + e; }
+};
+
+// ---- LN + mean over tokens: one block per image
+
+/* out[b, c] = mean_l((x[b, l, c] - mean_l) * rstd_l) * w[c] + b[c]. Groups of LPR lanes take
+ * tokens g, g + G, ...; their per-lane sums are added into shared memory group after group (fixed
+ * order: deterministic). Dynamic shared memory: C floats. */
+template <typename T, int V, int NV, int LPR>
+static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
+ln_pool_kernel(T *__restrict__ out, const T *__restrict__ x, const float *__restrict__ w,
+               const float *__restrict__ b, int L, int C, float eps) {
+    extern __shared__ float acc[];
+    const int G = SWIN_ROW_BLOCK / LPR, g = threadIdx.x / LPR, lane = threadIdx.x % LPR;
+    const T *xb = x + (size_t)blockIdx.x * L * C;
+    for (int c = threadIdx.x; c < C; c += SWIN_ROW_BLOCK) acc[c] = 0.f;
+    float sum[NV][V];
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+#pragma unroll
+        for (int k = 0; k < V; k++) sum[i][k] = 0.f;
+    for (int l0 = 0; l0 < L; l0 += G) {   /* same trip count for every group: shuffles stay uniform */
+        const int l = l0 + g;
+        float v[NV][V];
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int e = (lane + LPR * i) * V;
+            if (l < L && e < C) pack_load<T, V>(v[i], xb + (size_t)l * C + e);
+            else
+#pragma unroll
+                for (int k = 0; k < V; k++) v[i][k] = 0.f;
+        }
+        row_normalize<V, NV, LPR>(v, C, lane, eps);
+        if (l < L)
+#pragma unroll
+            for (int i = 0; i < NV; i++)
+#pragma unroll
+                for (int k = 0; k < V; k++) sum[i][k] += v[i][k];
+    }
+    __syncthreads();
+    for (int r = 0; r < G; r++) {
+        if (g == r)
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                const int e = (lane + LPR * i) * V;
+                if (e < C)
+#pragma unroll
+                    for (int k = 0; k < V; k++) acc[e + k] += sum[i][k];
+            }
+        __syncthreads();
+    }
+    for (int c = threadIdx.x; c < C; c += SWIN_ROW_BLOCK)
+        store_f(out, (size_t)blockIdx.x * C + c, acc[c] / (float)L * w[c] + b[c]);
+}
+
+template <typename T>
+static swin_status ln_pool_launch(T *out, const T *x, const float *w, const float *b, int B, int L,
+                                  int C, float eps, cudaStream_t st) {
+    int vec_ok = swin_aligned16(x);
+    int ok = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
+        typedef decltype(cfg) Cfg;
+        ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR>
+            <<<(unsigned)B, SWIN_ROW_BLOCK, (size_t)C * sizeof(float), st>>>(out, x, w, b, L, C, eps);
+    });
+    if (!ok) return swin_fail(SWIN_ERR_UNSUPPORTED, "swin_ln_pool_cuda: %d channels are too many "
+                                  "(at most 2048, or 1024 when not 16-byte aligned)", C);
+    SWIN_LAUNCH_CHECK("ln_pool_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- op entries
+
+static swin_status check_rows(const char *op, int rows, int C, swin_dtype dt) {
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (rows <= 0 || C <= 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: rows %d and C %d must be positive", op, rows, C);
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_layernorm_cuda(void *out, const void *in, const float *ln_w,
+                                           const float *ln_b, int rows, int C, float eps,
+                                           swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_layernorm_cuda";
+    SWIN_TRY(check_rows(op, rows, C, dt));
+    SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "in", in, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
+    int vec_ok = swin_aligned16(out) && swin_aligned16(in);
+    SWIN_DISPATCH(dt, T, {
+        ln_map<T> m = {(const T *)in, (T *)out, C};
+        return swin_row_ln_launch<T>("layernorm_kernel", m, vec_ok, ln_w, ln_b, rows, C, eps, st);
+    });
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_layernorm_residual_cuda(void *x, const void *y, const float *ln_w,
+                                                    const float *ln_b, int rows, int C, float eps,
+                                                    swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_layernorm_residual_cuda";
+    SWIN_TRY(check_rows(op, rows, C, dt));
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "y", y, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
+    int vec_ok = swin_aligned16(x) && swin_aligned16(y);
+    SWIN_DISPATCH(dt, T, {
+        ln_residual_map<T> m = {(const T *)y, (T *)x, C};
+        return swin_row_ln_launch<T>("layernorm_residual_kernel", m, vec_ok, ln_w, ln_b, rows, C, eps, st);
+    });
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_ln_pool_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
+                                         int B, int L, int C, float eps, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_ln_pool_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (B <= 0 || L <= 0 || C <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, L %d and C %d must be positive", op, B, L, C);
+    SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
+    SWIN_DISPATCH(dt, T, return ln_pool_launch<T>((T *)out, (const T *)x, ln_w, ln_b, B, L, C, eps, st));
+    return SWIN_OK;
+}

@@ -1,0 +1,129 @@
+/* patch.cu - patch embedding and patch merging ops (kernels/ops.h):
+ *   swin_im2col_patch_cuda   cols [B*(H/p)*(W/p), 3*p*p] (dt) <- img [B, 3, H, W] (fp32)
+ *   swin_add_pos_cuda        x [B, L, C] += pos [L, C]
+ *   swin_merge_gather_cuda   out [B*(res/2)^2, 4C] <- 2x2 gather of x [B, res, res, C] in timm
+ *                            order (y0 x0, y1 x0, y0 x1, y1 x1), then LN over 4C when ln_w (V1)
+ * CPU counterparts: swin_im2col_patch_cpu, swin_add_pos_cpu, swin_merge_gather_cpu.
+ * The merge is the generic row kernel of row.cuh with a 4-segment gather map.
+ * Test: tests/test_gpu_kernels.c (cases "im2col", "add_pos", "merge").
+ */
+#include "row.cuh"
+
+// ---- im2col: one thread per output element (writes coalesced, reads contiguous along kx)
+
+template <typename T>
+static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__restrict__ img, int B,
+                                           int H, int W, int p) {
+    const int hp = H / p, wp = W / p, K = 3 * p * p;
+    const size_t n = (size_t)B * hp * wp * K;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t row = i / K;
+        const int col = (int)(i - row * K);
+        const int c = col / (p * p), ky = (col / p) % p, kx = col % p;
+        const int px = (int)(row % wp), py = (int)((row / wp) % hp);
+        const size_t b = row / ((size_t)wp * hp);
+        store_f(cols, i, __ldg(img + ((b * 3 + c) * H + py * p + ky) * W + px * p + kx));
+    }
+}
+
+template <typename T>
+static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W, int p, cudaStream_t st) {
+    const size_t n = (size_t)B * (H / p) * (W / p) * 3 * p * p;
+    im2col_patch_kernel<T><<<swin_grid_for(n), 256, 0, st>>>(cols, img, B, H, W, p);
+    SWIN_LAUNCH_CHECK("im2col_patch_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- absolute position embedding: packs of V elements, pos broadcast over the batch
+
+template <typename T, int V>
+static __global__ void add_pos_kernel(T *__restrict__ x, const T *__restrict__ pos, size_t packs,
+                                      size_t pos_packs) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
+        float a[V], b[V];
+        pack_load<T, V>(a, x + i * V);
+        pack_load<T, V>(b, pos + (i % pos_packs) * V);
+#pragma unroll
+        for (int k = 0; k < V; k++) a[k] += b[k];
+        pack_store<T, V>(x + i * V, a);
+    }
+}
+
+template <typename T>
+static swin_status add_pos_launch(T *x, const T *pos, int B, int L, int C, cudaStream_t st) {
+    constexpr int VV = swin_vec<T>::n;
+    const size_t lc = (size_t)L * C, n = lc * B;
+    if (swin_aligned16(x) && swin_aligned16(pos) && lc % VV == 0)
+        add_pos_kernel<T, VV><<<swin_grid_for(n / VV), 256, 0, st>>>(x, pos, n / VV, lc / VV);
+    else
+        add_pos_kernel<T, 1><<<swin_grid_for(n), 256, 0, st>>>(x, pos, n, lc);
+    SWIN_LAUNCH_CHECK("add_pos_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- patch merging: row r = (b, i, j) of the half-resolution grid, 4C values
+
+template <typename T> struct merge_map {
+    static constexpr bool kAccumulate = false;
+    const T *x;
+    T *out;
+    int res, C;
+    __device__ const T *src(int r, int e) const {
+        const int r2 = res / 2, b = r / (r2 * r2), i = (r / r2) % r2, j = r % r2;
+        const int q = e / C, off = e - q * C, dy = q & 1, dx = q >> 1;   /* q: (0,0) (1,0) (0,1) (1,1) */
+        return x + (((size_t)b * res + 2 * i + dy) * res + 2 * j + dx) * C + off;
+    }
+    __device__ T *dst(int r, int e) const { return out + (size_t)r * 4 * C + e; }
+};
+
+// ---- op entries
+
+extern "C" swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p,
+                                              swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_im2col_patch_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (B <= 0 || H <= 0 || W <= 0 || p <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, H %d, W %d and patch %d must be positive", op, B, H, W, p);
+    if (H % p || W % p)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: image %dx%d is not a multiple of patch %d", op, H, W, p);
+    SWIN_TRY(swin_check_ptr(op, "cols", cols, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "img", img, sizeof(float)));
+    SWIN_DISPATCH(dt, T, return im2col_launch<T>((T *)cols, img, B, H, W, p, st));
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L, int C, swin_dtype dt,
+                                         cudaStream_t st) {
+    static const char op[] = "swin_add_pos_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (B <= 0 || L <= 0 || C <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, L %d and C %d must be positive", op, B, L, C);
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "pos", pos, swin_dtype_size(dt)));
+    SWIN_DISPATCH(dt, T, return add_pos_launch<T>((T *)x, (const T *)pos, B, L, C, st));
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w,
+                                              const float *ln_b, int B, int res, int C, float eps,
+                                              swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_merge_gather_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (B <= 0 || res <= 0 || C <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, res %d and C %d must be positive", op, B, res, C);
+    if (res % 2) return swin_fail(SWIN_ERR_ARGUMENT, "%s: resolution %d is odd", op, res);
+    if ((long long)B * res * res > 0x7fffffffLL || C > 0x1fffffff)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: %d images of %dx%dx%d are too large", op, B, res, res, C);
+    SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 1));
+    if (out == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out and x are the same buffer", op);
+    const int rows = B * (res / 2) * (res / 2);
+    SWIN_DISPATCH(dt, T, {
+        /* packs must not straddle the four C-long segments */
+        int vec_ok = swin_aligned16(out) && swin_aligned16(x) && C % swin_vec<T>::n == 0;
+        merge_map<T> m = {(const T *)x, (T *)out, res, C};
+        return swin_row_ln_launch<T>("merge_gather_kernel", m, vec_ok, ln_w, ln_b, rows, 4 * C, eps, st);
+    });
+    return SWIN_OK;
+}

@@ -1,0 +1,251 @@
+/* row.cuh - building blocks shared by the memory-bound kernels of kernels/ (layernorm.cu,
+ * window.cu, patch.cu, act.cu): 16-byte packs and the generic "one row per thread group"
+ * LayerNorm kernel.
+ *
+ * A row of C values is handled by a group of LPR lanes (8, 16 or 32) of one warp. Each lane keeps
+ * NV packs of V consecutive elements in registers: pack i of lane l covers elements
+ * [(l + LPR*i) * V, ... + V), so consecutive lanes touch consecutive 16-byte chunks (coalesced).
+ * Statistics are fp32, two-pass over the registers (mean, then sum of squared deviations), reduced
+ * with shuffles inside the group; the row is read once and written once.
+ *
+ * Where a row comes from and goes to is a Map (gather/scatter by row index):
+ *   struct Map { static constexpr bool kAccumulate;                 // dst += result, or dst = result
+ *                __device__ const T *src(int row, int e) const;     // element e of source row
+ *                __device__ T *dst(int row, int e) const; };        // element e of destination row
+ * src/dst are only asked for e a multiple of V, and a pack never straddles a segment of the row
+ * (the launcher only vectorises when C % V == 0 and every base pointer is 16-byte aligned).
+ * Tests: tests/test_gpu_kernels.c (every op built on this header, every dtype, odd C).
+ */
+#ifndef SWIN_ROW_CUH
+#define SWIN_ROW_CUH
+
+#include <stdint.h>
+
+#include "common.cuh"
+
+#define SWIN_ROW_BLOCK 128   /* threads per block of the row kernels */
+
+// ---- 16-byte packs
+
+template <typename T, int V> struct alignas(sizeof(T) * V) swin_pack { T v[V]; };
+
+/* elements of T in 16 bytes */
+template <typename T> struct swin_vec { static constexpr int n = 16 / (int)sizeof(T); };
+
+template <typename T, int V>
+__device__ __forceinline__ void pack_load(float (&dst)[V], const T *p) {
+    swin_pack<T, V> pk = *reinterpret_cast<const swin_pack<T, V> *>(p);
+#pragma unroll
+    for (int k = 0; k < V; k++) dst[k] = load_f(pk.v, k);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void pack_store(T *p, const float (&src)[V]) {
+    swin_pack<T, V> pk;
+#pragma unroll
+    for (int k = 0; k < V; k++) store_f(pk.v, k, src[k]);
+    *reinterpret_cast<swin_pack<T, V> *>(p) = pk;
+}
+
+static inline int swin_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+// ---- argument checks shared by the op entries
+
+/* SWIN_ERR_ARGUMENT when p is NULL or not aligned to its element size. */
+static inline swin_status swin_check_ptr(const char *op, const char *what, const void *p, size_t elem) {
+    if (!p) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, what);
+    if ((uintptr_t)p % elem)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s (%p) is not aligned to its %zu-byte elements", op,
+                         what, p, elem);
+    return SWIN_OK;
+}
+
+static inline swin_status swin_check_dtype(const char *op, swin_dtype dt) {
+    if (dt != SWIN_DT_F32 && dt != SWIN_DT_F16 && dt != SWIN_DT_BF16)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown dtype %d", op, (int)dt);
+    return SWIN_OK;
+}
+
+/* LayerNorm parameters: both or (when optional) neither. */
+static inline swin_status swin_check_ln(const char *op, const float *w, const float *b, int optional) {
+    if (!w && !b && optional) return SWIN_OK;
+    if (!w || !b)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: LayerNorm %s is NULL", op, w ? "bias" : "weight");
+    return SWIN_OK;
+}
+
+// ---- group reductions
+
+template <int LPR>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int off = LPR / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Normalise the row held in x (elements >= C are ignored): x = (x - mean) * rstd. Every lane of
+ * the warp must call this (shuffles use the full mask), also lanes whose row is out of range. */
+template <int V, int NV, int LPR>
+__device__ __forceinline__ void row_normalize(float (&x)[NV][V], int C, int lane, float eps) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if ((lane + LPR * i) * V + k < C) s += x[i][k];
+    const float mean = group_sum<LPR>(s) / (float)C;
+    float q = 0.f;
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if ((lane + LPR * i) * V + k < C) { float d = x[i][k] - mean; q += d * d; }
+    const float rstd = rsqrtf(group_sum<LPR>(q) / (float)C + eps);
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+#pragma unroll
+        for (int k = 0; k < V; k++) x[i][k] = (x[i][k] - mean) * rstd;
+}
+
+// ---- the generic row kernel: dst (+)= LN?(src), rows gathered/scattered by Map
+
+template <typename T, int V, int NV, int LPR, class Map>
+static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
+row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
+              float eps) {
+    const int lane = threadIdx.x % LPR;
+    const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
+    const bool valid = row < rows;
+    float x[NV][V];
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        const int e = (lane + LPR * i) * V;
+        if (valid && e < C) pack_load<T, V>(x[i], map.src(row, e));
+        else
+#pragma unroll
+            for (int k = 0; k < V; k++) x[i][k] = 0.f;
+    }
+    if (w) {   /* uniform branch: every lane takes it */
+        row_normalize<V, NV, LPR>(x, C, lane, eps);
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int e = (lane + LPR * i) * V;
+            if (e < C)
+#pragma unroll
+                for (int k = 0; k < V; k++) x[i][k] = x[i][k] * __ldg(w + e + k) + __ldg(b + e + k);
+        }
+    }
+    if (!valid) return;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        const int e = (lane + LPR * i) * V;
+        if (e >= C) continue;
+        T *p = map.dst(row, e);
+        if constexpr (Map::kAccumulate) {
+            float y[V];
+            pack_load<T, V>(y, p);
+#pragma unroll
+            for (int k = 0; k < V; k++) x[i][k] += y[k];
+        }
+        pack_store<T, V>(p, x[i]);
+    }
+}
+
+// ---- choosing V (pack width), NV (packs per lane) and LPR (lanes per row) from C
+
+template <int V_, int NV_, int LPR_> struct swin_row_cfg {
+    static constexpr int V = V_, NV = NV_, LPR = LPR_;
+};
+
+/* Calls f(swin_row_cfg<...>{}) with the smallest configuration that holds a row of C values in
+ * registers, at most 64 values per lane (beyond that ptxas spills).
+ * vec_ok: all base pointers are 16-byte aligned (then C % V == 0 selects 16-byte packs).
+ * Returns 0 when C is too long: more than 2048 values, or 1024 when packs cannot be used. */
+template <typename T, class F>
+static int swin_row_dispatch(int C, int vec_ok, F &&f) {
+    constexpr int VV = swin_vec<T>::n, NV_MAX = 64 / VV;   /* 16 (fp32) or 8 (fp16, bf16) */
+    if (vec_ok && C % VV == 0) {
+        const int p = C / VV;
+        if (p <= 8) f(swin_row_cfg<VV, 1, 8>{});
+        else if (p <= 16) f(swin_row_cfg<VV, 1, 16>{});
+        else if (p <= 32) f(swin_row_cfg<VV, 1, 32>{});
+        else if (p <= 64) f(swin_row_cfg<VV, 2, 32>{});
+        else if (p <= 128) f(swin_row_cfg<VV, 4, 32>{});
+        else if (p <= 256) f(swin_row_cfg<VV, 8, 32>{});
+        else if (p <= 512 && NV_MAX >= 16) f(swin_row_cfg<VV, NV_MAX, 32>{});
+        else return 0;
+        return 1;
+    }
+    if (C <= 256) f(swin_row_cfg<1, 8, 32>{});
+    else if (C <= 1024) f(swin_row_cfg<1, 32, 32>{});
+    else return 0;
+    return 1;
+}
+
+/* Fallback for rows too long for registers: one warp per row, statistics in two passes over
+ * memory (the row stays in L1/L2), then one pass that writes. */
+template <typename T, int V, class Map>
+static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
+row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
+                   float eps) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
+    if (row >= rows) return;   /* the whole warp shares the row */
+    float mean = 0.f, rstd = 1.f, v[V];
+    if (w) {
+        float s = 0.f, q = 0.f;
+        for (int e = lane * V; e < C; e += 32 * V) {
+            pack_load<T, V>(v, map.src(row, e));
+            for (int k = 0; k < V; k++) s += v[k];
+        }
+        mean = group_sum<32>(s) / (float)C;
+        for (int e = lane * V; e < C; e += 32 * V) {
+            pack_load<T, V>(v, map.src(row, e));
+            for (int k = 0; k < V; k++) q += (v[k] - mean) * (v[k] - mean);
+        }
+        rstd = rsqrtf(group_sum<32>(q) / (float)C + eps);
+    }
+    for (int e = lane * V; e < C; e += 32 * V) {
+        pack_load<T, V>(v, map.src(row, e));
+        if (w)
+            for (int k = 0; k < V; k++) v[k] = (v[k] - mean) * rstd * __ldg(w + e + k) + __ldg(b + e + k);
+        T *p = map.dst(row, e);
+        if constexpr (Map::kAccumulate) {
+            float y[V];
+            pack_load<T, V>(y, p);
+            for (int k = 0; k < V; k++) v[k] += y[k];
+        }
+        pack_store<T, V>(p, v);
+    }
+}
+
+/* Launch the row kernel over rows: one LPR-lane group per row (registers), or one warp per row
+ * (row_ln_loop_kernel) when the row is too long. w == NULL: no norm (copy or add). */
+template <typename T, class Map>
+static swin_status swin_row_ln_launch(const char *name, const Map &map, int vec_ok, const float *w,
+                                      const float *b, int rows, int C, float eps, cudaStream_t st) {
+    int in_regs = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
+        typedef decltype(cfg) Cfg;
+        const int per_block = SWIN_ROW_BLOCK / Cfg::LPR;
+        const unsigned grid = (unsigned)((rows + per_block - 1) / per_block);
+        row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+    });
+    if (!in_regs) {
+        const unsigned grid = (unsigned)((rows + 3) / 4);
+        if (vec_ok && C % swin_vec<T>::n == 0)
+            row_ln_loop_kernel<T, swin_vec<T>::n, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+        else
+            row_ln_loop_kernel<T, 1, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+    }
+    SWIN_LAUNCH_CHECK(name, st);
+    return SWIN_OK;
+}
+
+/* Blocks for a grid-stride loop over n items, 256 threads each. */
+static inline unsigned swin_grid_for(size_t n) {
+    size_t blocks = (n + 255) / 256;
+    if (blocks > (1u << 20)) blocks = 1u << 20;
+    return blocks ? (unsigned)blocks : 1u;
+}
+
+#endif

@@ -1,0 +1,301 @@
+/* test_gpu_attention.c - swin_window_attention_cuda (kernels/attention.cu) against the CPU
+ * reference swin_window_attention_cpu, for every dtype and both implementations (fused, unfused).
+ *
+ * Run: test_gpu_attention <source dir>   (ctest -L gpu); exits 77 without a GPU.
+ * SWIN_TEST_QUICK=1 runs a small subset and no timing (for compute-sanitizer memcheck/racecheck).
+ * Inputs are random and rounded to the dtype so that the reference sees the very same values;
+ * outputs and workspaces are poisoned with NaN before each launch and guard bytes follow the output.
+ * Errors are max|gpu - ref| / max|ref|, tolerances from the dtype's precision. At the end it prints
+ * (does not assert) fused vs unfused timings for Swin-T stage shapes (CUDA events, median of 20).
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"   /* swin_clear_error */
+#include "ops.h"
+#include "testutil.h"
+
+#define GUARD_BYTES 256
+#define GUARD_BYTE 0xA5
+
+typedef struct {
+    int W, res, shift, version, heads, head_dim, B;
+    int quick;   /* part of the SWIN_TEST_QUICK subset */
+} att_case;
+
+/* res == 2W: 4 windows per image, shift on/off; res == W: one window (shift impossible) */
+static const att_case cases[] = {
+    {7, 14, 3, 1, 3, 32, 3, 1},    /* Swin-T-like, shifted */
+    {7, 14, 0, 1, 3, 32, 1, 0},
+    {7, 7, 0, 2, 32, 16, 1, 0},
+    {7, 14, 3, 2, 1, 64, 3, 0},
+    {8, 16, 4, 2, 3, 32, 3, 1},    /* Swin V2-T-like, shifted */
+    {8, 8, 0, 1, 32, 32, 1, 0},
+    {8, 16, 0, 1, 1, 128, 1, 0},
+    {12, 24, 6, 1, 3, 32, 1, 1},   /* 8-warp resident, query tiles split over CTAs */
+    {12, 12, 0, 2, 1, 128, 3, 0},
+    {12, 24, 6, 2, 3, 16, 1, 0},
+    {16, 32, 8, 1, 1, 64, 1, 0},
+    {16, 16, 0, 2, 3, 128, 1, 1},  /* K/V streamed through smem on the tensor-core path */
+    {16, 32, 8, 2, 3, 32, 3, 0},
+    {24, 48, 12, 1, 1, 32, 1, 0},
+    {24, 24, 0, 2, 3, 64, 1, 0},   /* streamed */
+    {24, 48, 12, 2, 1, 128, 1, 1}, /* streamed, shifted */
+    {24, 24, 0, 1, 3, 16, 3, 0},
+};
+
+static const char *dt_name[] = {"f32", "f16", "bf16"};
+static const double dt_tol[] = {1e-5, 2e-3, 1.6e-2};
+static const char *impl_name[] = {"fused", "unfused"};
+
+#define CUDA_OK(call)                                                                         \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* host floats -> device-dtype bytes, and back */
+static void to_dt(void *dst, const float *src, size_t n, int dt) {
+    for (size_t i = 0; i < n; i++) {
+        if (dt == SWIN_DT_F32) ((float *)dst)[i] = src[i];
+        else if (dt == SWIN_DT_F16) ((uint16_t *)dst)[i] = tu_f32_to_f16(src[i]);
+        else ((uint16_t *)dst)[i] = tu_f32_to_bf16(src[i]);
+    }
+}
+static void from_dt(float *dst, const void *src, size_t n, int dt) {
+    for (size_t i = 0; i < n; i++) {
+        if (dt == SWIN_DT_F32) dst[i] = ((const float *)src)[i];
+        else if (dt == SWIN_DT_F16) dst[i] = tu_f16_to_f32(((const uint16_t *)src)[i]);
+        else dst[i] = tu_bf16_to_f32(((const uint16_t *)src)[i]);
+    }
+}
+
+static swin_dims case_dims(const att_case *c) {
+    swin_dims d;
+    memset(&d, 0, sizeof d);
+    d.B = c->B;
+    d.res = c->res;
+    d.heads = c->heads;
+    d.head_dim = c->head_dim;
+    d.C = c->heads * c->head_dim;
+    d.window = c->W;
+    d.shift = c->shift;
+    d.version = c->version;
+    d.eps = 1e-5f;
+    return d;
+}
+
+/* random bias table and per-head scales as a V1 / V2 model would have them */
+static void fill_params(float *bias, float *scale, const swin_dims *d) {
+    int nb = (2 * d->window - 1) * (2 * d->window - 1);
+    tu_fill(bias, (size_t)nb * d->heads, -2.0f, 2.0f);
+    for (int h = 0; h < d->heads; h++)
+        scale[h] = d->version == 2 ? tu_uniform(1.0f, 40.0f) : tu_uniform(0.1f, 0.3f);
+}
+
+// ---- one case: every dtype x implementation against the reference
+static void run_case(const att_case *c, int ci, cublasHandle_t cub, cudaStream_t st) {
+    swin_dims d = case_dims(c);
+    int N = c->W * c->W, nwin = c->B * (c->res / c->W) * (c->res / c->W);
+    size_t nqkv = (size_t)nwin * N * 3 * d.C, nout = (size_t)nwin * N * d.C;
+    size_t nbias = (size_t)(2 * c->W - 1) * (2 * c->W - 1) * c->heads;
+    float *qkv = malloc(nqkv * 4), *qr = malloc(nqkv * 4), *ref = malloc(nout * 4), *got = malloc(nout * 4);
+    float *bias = malloc(nbias * 4), *scale = malloc(c->heads * 4);
+    unsigned char *hbuf = malloc(nqkv * 4 + GUARD_BYTES);
+    tu_seed(1000 + ci);
+    tu_fill(qkv, nqkv, -1.0f, 1.0f);
+    fill_params(bias, scale, &d);
+
+    float *d_bias, *d_scale;
+    void *d_qkv, *d_out;
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, c->heads * 4));
+    CUDA_OK(cudaMalloc(&d_qkv, nqkv * 4));
+    CUDA_OK(cudaMalloc(&d_out, nout * 4 + GUARD_BYTES));
+    CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, c->heads * 4, cudaMemcpyHostToDevice));
+
+    for (int dt = 0; dt < 3; dt++) {
+        size_t ds = swin_dtype_size((swin_dtype)dt);
+        memcpy(qr, qkv, nqkv * 4);
+        tu_round_to(qr, nqkv, dt);
+        swin_window_attention_cpu(ref, qr, bias, scale, &d);
+        double refmax = tu_max_abs(ref, nout);
+        to_dt(hbuf, qr, nqkv, dt);
+        CUDA_OK(cudaMemcpy(d_qkv, hbuf, nqkv * ds, cudaMemcpyHostToDevice));
+        for (int impl = 0; impl < 2; impl++) {
+            size_t wsb = swin_window_attention_workspace(&d, (swin_dtype)dt, (swin_attn_impl)impl);
+            void *d_ws = NULL;
+            CHECK((impl == SWIN_ATTN_IMPL_FUSED) == (wsb == 0), "workspace %zu bytes for %s", wsb, impl_name[impl]);
+            if (wsb) {
+                CUDA_OK(cudaMalloc(&d_ws, wsb));
+                CUDA_OK(cudaMemset(d_ws, 0xFF, wsb));   // NaN in every dtype
+            }
+            CUDA_OK(cudaMemset(d_out, 0xFF, nout * ds));
+            CUDA_OK(cudaMemset((char *)d_out + nout * ds, GUARD_BYTE, GUARD_BYTES));
+            swin_status s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
+                                                       (swin_attn_impl)impl, d_ws, impl ? (void *)cub : NULL, st);
+            cudaError_t ce = cudaStreamSynchronize(st);
+            CHECK(s == SWIN_OK, "status %d: %s", (int)s, swin_last_error());
+            CHECK(ce == cudaSuccess, "%s", cudaGetErrorString(ce));
+            CUDA_OK(cudaMemcpy(hbuf, d_out, nout * ds + GUARD_BYTES, cudaMemcpyDeviceToHost));
+            from_dt(got, hbuf, nout, dt);
+            int guard_ok = 1;
+            for (int i = 0; i < GUARD_BYTES; i++) guard_ok &= hbuf[nout * ds + i] == GUARD_BYTE;
+            double err = tu_max_abs_diff(got, ref, nout) / (refmax > 0 ? refmax : 1.0);
+            int ok = err <= dt_tol[dt] && guard_ok && s == SWIN_OK;
+            printf("W=%-2d res=%-2d shift=%-2d v%d heads=%-2d hd=%-3d B=%d %-4s %-7s err %.2e (tol %.1e)%s %s\n",
+                   c->W, c->res, c->shift, c->version, c->heads, c->head_dim, c->B, dt_name[dt], impl_name[impl],
+                   err, dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN", ok ? "ok" : "FAIL");
+            CHECK(err <= dt_tol[dt], "W=%d hd=%d %s %s: err %.3e > %.1e", c->W, c->head_dim, dt_name[dt],
+                  impl_name[impl], err, dt_tol[dt]);
+            CHECK(guard_ok, "W=%d hd=%d %s %s: write past the output", c->W, c->head_dim, dt_name[dt], impl_name[impl]);
+            if (d_ws) CUDA_OK(cudaFree(d_ws));
+        }
+    }
+    cudaFree(d_bias);
+    cudaFree(d_scale);
+    cudaFree(d_qkv);
+    cudaFree(d_out);
+    free(qkv), free(qr), free(ref), free(got), free(bias), free(scale), free(hbuf);
+}
+
+// ---- argument validation: refused with a message, nothing launched
+static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
+    void *p;
+    CUDA_OK(cudaMalloc(&p, 1 << 16));
+    att_case base = {7, 14, 3, 1, 3, 32, 1, 0};
+    struct {
+        const char *what;
+        swin_status want;
+        int field, value;   /* field: 0 none, 1 C, 2 res, 3 shift, 4 head_dim, 5 NULL out, 6 no cublas */
+    } t[] = {
+        {"NULL out", SWIN_ERR_ARGUMENT, 5, 0},        {"C != heads*head_dim", SWIN_ERR_ARGUMENT, 1, 100},
+        {"res % window", SWIN_ERR_ARGUMENT, 2, 15},   {"shift >= window", SWIN_ERR_ARGUMENT, 3, 7},
+        {"head_dim 48", SWIN_ERR_UNSUPPORTED, 4, 48}, {"unfused without cuBLAS", SWIN_ERR_ARGUMENT, 6, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        swin_dims d = case_dims(&base);
+        void *out = p, *cub_arg = NULL;
+        swin_attn_impl impl = SWIN_ATTN_IMPL_FUSED;
+        if (t[i].field == 1) d.C = t[i].value;
+        if (t[i].field == 2) d.res = t[i].value;
+        if (t[i].field == 3) d.shift = t[i].value;
+        if (t[i].field == 4) { d.head_dim = t[i].value; d.C = d.heads * d.head_dim; }
+        if (t[i].field == 5) out = NULL;
+        if (t[i].field == 6) impl = SWIN_ATTN_IMPL_UNFUSED;
+        swin_clear_error();   /* the message below must come from this call */
+        swin_status s = swin_window_attention_cuda(out, p, (const float *)p, (const float *)p, &d, SWIN_DT_F16,
+                                                   impl, p, cub_arg, st);
+        const char *msg = swin_last_error();
+        printf("refuse %-24s -> %d (%s)\n", t[i].what, (int)s, msg);
+        CHECK(s == t[i].want && msg[0], "%s: status %d, want %d", t[i].what, (int)s, (int)t[i].want);
+    }
+    (void)cub;
+    CHECK(cudaStreamSynchronize(st) == cudaSuccess, "stream after refusals");
+    cudaFree(p);
+}
+
+// ---- timings (printed, not asserted)
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static void bench(const char *name, int B, int res, int W, int C, int heads, int shift, int version, int dt,
+                  cublasHandle_t cub, cudaStream_t st) {
+    swin_dims d;
+    memset(&d, 0, sizeof d);
+    d.B = B, d.res = res, d.C = C, d.heads = heads, d.head_dim = C / heads, d.window = W, d.shift = shift;
+    d.version = version;
+    size_t nwin = (size_t)B * (res / W) * (res / W), N = (size_t)W * W, ds = swin_dtype_size((swin_dtype)dt);
+    size_t nqkv = nwin * N * 3 * C, nout = nwin * N * C, nbias = (size_t)(2 * W - 1) * (2 * W - 1) * heads;
+    float *h = malloc(nqkv * 4), *bias = malloc(nbias * 4), *scale = malloc(heads * 4);
+    void *hb = malloc(nqkv * ds), *d_qkv, *d_out, *d_ws = NULL;
+    float *d_bias, *d_scale;
+    tu_fill(h, nqkv, -1.0f, 1.0f);
+    fill_params(bias, scale, &d);
+    to_dt(hb, h, nqkv, dt);
+    CUDA_OK(cudaMalloc(&d_qkv, nqkv * ds));
+    CUDA_OK(cudaMalloc(&d_out, nout * ds));
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, heads * 4));
+    CUDA_OK(cudaMemcpy(d_qkv, hb, nqkv * ds, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, heads * 4, cudaMemcpyHostToDevice));
+    size_t wsb = swin_window_attention_workspace(&d, (swin_dtype)dt, SWIN_ATTN_IMPL_UNFUSED);
+    CUDA_OK(cudaMalloc(&d_ws, wsb));
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float med[2] = {0, 0};
+    for (int impl = 0; impl < 2; impl++) {
+        float t[20];
+        swin_status s = SWIN_OK;
+        for (int it = 0; it < 20 && s == SWIN_OK; it++) {
+            /* three untimed launches keep the GPU busy while the timed one is enqueued, so that the
+             * events measure GPU time, not host launch overhead (the engine replays CUDA graphs) */
+            for (int k = 0; k < 4 && s == SWIN_OK; k++) {
+                if (k == 3) CUDA_OK(cudaEventRecord(e0, st));
+                s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
+                                               (swin_attn_impl)impl, d_ws, cub, st);
+            }
+            CUDA_OK(cudaEventRecord(e1, st));
+            CUDA_OK(cudaEventSynchronize(e1));
+            CHECK(s == SWIN_OK, "bench %s %s: %s", name, impl_name[impl], swin_last_error());
+            t[it] = 0;
+            if (s == SWIN_OK) CUDA_OK(cudaEventElapsedTime(&t[it], e0, e1));
+        }
+        qsort(t, 20, sizeof t[0], cmp_float);
+        med[impl] = 0.5f * (t[9] + t[10]);
+    }
+    double gb = (double)(nqkv + nout) * ds / 1e9;
+    printf("bench %-22s B=%-3d res=%-2d W=%d C=%-3d heads=%-2d shift=%d v%d %-4s: fused %.4f ms (%.0f GB/s) "
+           "unfused %.4f ms, speedup %.1fx\n", name, B, res, W, C, heads, shift, version, dt_name[dt], med[0],
+           gb / (med[0] * 1e-3), med[1], med[1] / med[0]);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(d_qkv), cudaFree(d_out), cudaFree(d_bias), cudaFree(d_scale), cudaFree(d_ws);
+    free(h), free(bias), free(scale), free(hb);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("test_gpu_attention: no CUDA device, skipped\n");
+        return TU_SKIP;
+    }
+    const char *q = getenv("SWIN_TEST_QUICK");
+    int quick = q && atoi(q) != 0;
+    cublasHandle_t cub;
+    if (cublasCreate(&cub) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "test_gpu_attention: cublasCreate failed\n");
+        return 1;
+    }
+    cudaStream_t st;
+    CUDA_OK(cudaStreamCreate(&st));
+
+    test_arguments(cub, st);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!quick || cases[i].quick) run_case(&cases[i], (int)i, cub, st);
+
+    if (!quick) {
+        bench("swin-t stage0", 64, 56, 7, 96, 3, 3, 1, SWIN_DT_F16, cub, st);
+        bench("swin-t stage2", 64, 14, 7, 384, 12, 3, 1, SWIN_DT_F16, cub, st);
+        bench("swin-t stage0", 64, 56, 7, 96, 3, 3, 1, SWIN_DT_BF16, cub, st);
+        bench("swin-t stage0", 64, 56, 7, 96, 3, 3, 1, SWIN_DT_F32, cub, st);
+        bench("swinv2-t stage0", 64, 64, 8, 96, 3, 4, 2, SWIN_DT_F16, cub, st);
+        bench("swin-t stage0 b256", 256, 56, 7, 96, 3, 3, 1, SWIN_DT_F16, cub, st);
+    }
+    cudaStreamDestroy(st);
+    cublasDestroy(cub);
+    return tu_finish("test_gpu_attention");
+}

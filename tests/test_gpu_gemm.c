@@ -1,0 +1,169 @@
+/* test_gpu_gemm.c - swin_linear_cuda (kernels/gemm.c, cuBLASLt) against swin_linear_cpu in fp32,
+ * tf32, fp16 and bf16: M in {1, 147, 6272} x the Swin-T linear shapes (qkv 96->288, fc1 96->384
+ * + GELU, fc2 384->96 + residual in place, reduction 384->192 without bias), plus the patch
+ * embedding, a separate residual, GELU + residual and the head.
+ * Tolerances relative to max|ref|: fp32 1e-5, tf32 and fp16 2e-3, bf16 1.6e-2. A probe shows that
+ * fp32 is true fp32: inputs 1 + 2^-12 (lost by TF32's 10-bit mantissa) give the exact sum in fp32
+ * and a different one in tf32. Outputs are NaN-poisoned and guarded; argument errors checked.
+ * Run: test_gpu_gemm <source dir>; SWIN_TEST_QUICK=1 drops M = 6272; exits 77 without a GPU.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "gpu_testutil.h"
+#include "layers.h"
+#include "testutil.h"
+
+#define WS_BYTES ((size_t)32 << 20)
+
+typedef enum { RES_NONE = 0, RES_IN_PLACE = 1, RES_SEPARATE = 2 } res_kind;
+
+typedef struct {
+    const char *what;
+    int K, N;
+    swin_act act;
+    int bias;
+    res_kind res;
+} gshape;
+
+/* the four Swin-T shapes run at every M */
+static const gshape shapes[] = {
+    {"qkv", 96, 288, SWIN_ACT_NONE, 1, RES_NONE},
+    {"fc1+gelu", 96, 384, SWIN_ACT_GELU, 1, RES_NONE},
+    {"fc2+res(in place)", 384, 96, SWIN_ACT_NONE, 1, RES_IN_PLACE},
+    {"reduction(no bias)", 384, 192, SWIN_ACT_NONE, 0, RES_NONE},
+};
+static const int Ms[] = {1, 147, 6272};
+
+typedef struct {
+    int M;
+    gshape s;
+} gextra;
+
+static const gextra extras[] = {
+    {147, {"patch embed", 48, 96, SWIN_ACT_NONE, 1, RES_NONE}},
+    {147, {"proj+res(separate)", 96, 96, SWIN_ACT_NONE, 1, RES_SEPARATE}},
+    {147, {"fc1+gelu+res(separate)", 96, 384, SWIN_ACT_GELU, 1, RES_SEPARATE}},
+    {3, {"head", 768, 1000, SWIN_ACT_NONE, 1, RES_NONE}},
+};
+
+typedef struct {
+    swin_precision prec;
+    int dt;        /* data dtype: 0 f32, 1 f16, 2 bf16 */
+    double tol;
+} gprec;
+
+static const gprec precs[] = {
+    {SWIN_FP32, 0, 1e-5}, {SWIN_TF32, 0, 2e-3}, {SWIN_FP16, 1, 2e-3}, {SWIN_BF16, 2, 1.6e-2}};
+
+// ---- one case
+
+static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s) {
+    int K = s->K, N = s->N;
+    char name[128];
+    snprintf(name, sizeof name, "%s %s M%d K%d N%d", s->what, swin_precision_str(p->prec), M, K, N);
+    size_t nin = (size_t)M * K, nw = (size_t)N * K, nout = (size_t)M * N;
+    float *in = malloc(nin * sizeof(float)), *w = malloc(nw * sizeof(float)), *bias = malloc(N * sizeof(float));
+    float *res = malloc(nout * sizeof(float)), *ref = malloc(nout * sizeof(float)), *got = malloc(nout * sizeof(float));
+    tu_fill(in, nin, -1.0f, 1.0f);
+    tu_fill(w, nw, -0.5f, 0.5f);
+    tu_fill(bias, N, -1.0f, 1.0f);
+    tu_fill(res, nout, -2.0f, 2.0f);
+    tu_round_to(in, nin, p->dt), tu_round_to(w, nw, p->dt), tu_round_to(bias, N, p->dt), tu_round_to(res, nout, p->dt);
+    swin_linear_w lw = {w, s->bias ? bias : NULL};
+    swin_linear_cpu(ref, in, &lw, s->res ? res : NULL, M, K, N, s->act);
+
+    tg_buf din = tg_alloc(nin, p->dt), dw = tg_alloc(nw, p->dt), db = tg_alloc(N, p->dt);
+    tg_buf dout = tg_alloc(nout, p->dt), dres = tg_alloc(s->res == RES_SEPARATE ? nout : 1, p->dt);
+    tg_upload(&din, in), tg_upload(&dw, w), tg_upload(&db, bias);
+    const void *residual = NULL;
+    if (s->res == RES_IN_PLACE) tg_upload(&dout, res), residual = dout.p;
+    else tg_poison(&dout);
+    if (s->res == RES_SEPARATE) tg_upload(&dres, res), residual = dres.p;
+    swin_status st = swin_linear_cuda(dout.p, din.p, dw.p, s->bias ? db.p : NULL, residual, M, K, N, s->act, g, 0);
+    int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
+    ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the GEMM", name);
+    if (ok) {
+        tg_download(&dout, got);
+        tg_compare(name, got, ref, nout, p->tol);
+        CHECK(tg_guard_ok(&dout) && tg_guard_ok(&dres), "%s: guard zone overwritten", name);
+    }
+    tg_free(&din), tg_free(&dw), tg_free(&db), tg_free(&dout), tg_free(&dres);
+    free(in), free(w), free(bias), free(res), free(ref), free(got);
+}
+
+/* out [4, 8] = in [4, 96] (all 1 + 2^-12) @ w^T (all 1): fp32 must give exactly 96 (1 + 2^-12),
+ * TF32 rounds the inputs to 1 and gives 96. Returns the first output value. */
+static float tf32_probe(swin_gemm *g) {
+    enum { M = 4, K = 96, N = 8 };
+    float in[M * K], w[N * K], out[M * N];
+    for (int i = 0; i < M * K; i++) in[i] = 1.0f + ldexpf(1.0f, -12);
+    for (int i = 0; i < N * K; i++) w[i] = 1.0f;
+    tg_buf din = tg_alloc(M * K, 0), dw = tg_alloc(N * K, 0), dout = tg_alloc(M * N, 0);
+    tg_upload(&din, in), tg_upload(&dw, w), tg_poison(&dout);
+    swin_status st = swin_gemm_prepare(g, M, K, N, SWIN_ACT_NONE, 0, 0);
+    CHECK(st == SWIN_OK, "swin_gemm_prepare: %s", swin_last_error());
+    st = swin_linear_cuda(dout.p, din.p, dw.p, NULL, NULL, M, K, N, SWIN_ACT_NONE, g, 0);
+    CHECK(st == SWIN_OK && tg_sync_ok("tf32 probe"), "tf32 probe: %s", swin_last_error());
+    tg_download(&dout, out);
+    for (int i = 1; i < M * N; i++)
+        CHECK(out[i] == out[0], "tf32 probe: output %d is %.9g, output 0 is %.9g", i, out[i], out[0]);
+    tg_free(&din), tg_free(&dw), tg_free(&dout);
+    return out[0];
+}
+
+// ---- argument checking
+
+static void expect_arg_error(const char *what, swin_status st) {
+    int ok = st == SWIN_ERR_ARGUMENT && swin_last_error()[0];
+    printf("%s argument check: %-32s -> %s\n", ok ? "ok  " : "FAIL", what, swin_last_error());
+    CHECK(ok, "%s: expected an argument error, got %s", what, swin_status_str(st));
+}
+
+static void argument_checks(swin_gemm *g16) {
+    tg_buf a = tg_alloc(4096, 1), b = tg_alloc(4096, 1), c = tg_alloc(4096, 1);
+    expect_arg_error("gemm NULL", swin_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 8, 8, SWIN_ACT_NONE, NULL, 0));
+    expect_arg_error("M 0", swin_linear_cuda(c.p, a.p, b.p, NULL, NULL, 0, 8, 8, SWIN_ACT_NONE, g16, 0));
+    expect_arg_error("w NULL", swin_linear_cuda(c.p, a.p, NULL, NULL, NULL, 4, 8, 8, SWIN_ACT_NONE, g16, 0));
+    expect_arg_error("in aliases out", swin_linear_cuda(c.p, c.p, b.p, NULL, NULL, 4, 8, 8, SWIN_ACT_NONE, g16, 0));
+    expect_arg_error("GELU + residual in place", swin_linear_cuda(c.p, a.p, b.p, NULL, c.p, 4, 8, 8, SWIN_ACT_GELU, g16, 0));
+    expect_arg_error("misaligned bias", swin_linear_cuda(c.p, a.p, b.p, (char *)b.p + 1, NULL, 4, 8, 8, SWIN_ACT_NONE, g16, 0));
+    expect_arg_error("unknown activation", swin_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 8, 8, (swin_act)5, g16, 0));
+    swin_gemm *bad = NULL;
+    expect_arg_error("create with NULL out", swin_gemm_create(NULL, SWIN_FP32, NULL, 0));
+    expect_arg_error("create bad precision", swin_gemm_create(&bad, (swin_precision)9, NULL, 0));
+    tg_free(&a), tg_free(&b), tg_free(&c);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    if (!tg_have_gpu("test_gpu_gemm")) return TU_SKIP;
+    int quick = tg_quick();
+    tu_seed(777);
+    void *ws = NULL;
+    if (cudaMalloc(&ws, WS_BYTES) != cudaSuccess) { fprintf(stderr, "cannot allocate the workspace\n"); return 1; }
+    float probe[2] = {0, 0};
+    for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
+        const gprec *p = &precs[pi];
+        swin_gemm *g = NULL;
+        swin_status st = swin_gemm_create(&g, p->prec, ws, WS_BYTES);
+        if (!CHECK(st == SWIN_OK, "swin_gemm_create(%s): %s", swin_precision_str(p->prec), swin_last_error())) continue;
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            if (quick && Ms[mi] > 1000) continue;
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) run_gemm(g, p, Ms[mi], &shapes[si]);
+        }
+        for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++) run_gemm(g, p, extras[ei].M, &extras[ei].s);
+        if (p->prec == SWIN_FP32 || p->prec == SWIN_TF32) probe[p->prec == SWIN_TF32] = tf32_probe(g);
+        if (p->prec == SWIN_FP16) argument_checks(g);
+        swin_gemm_free(g);
+    }
+    const float exact = 96.0f * (1.0f + ldexpf(1.0f, -12));
+    printf("tf32 probe: fp32 %.9g (exact %.9g), tf32 %.9g\n", probe[0], exact, probe[1]);
+    CHECK(probe[0] == exact, "fp32 GEMM is not exact fp32: %.9g, expected %.9g", probe[0], exact);
+    CHECK(fabsf(probe[1] - exact) > 0.01f, "tf32 GEMM gave %.9g: TF32 rounding does not show", probe[1]);
+    cudaFree(ws);
+    return tu_finish("test_gpu_gemm");
+}

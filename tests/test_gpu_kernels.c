@@ -1,0 +1,252 @@
+/* test_gpu_kernels.c - every memory-bound CUDA op of kernels/ops.h against its CPU counterpart
+ * (src/layers_cpu.c) in f32, f16 and bf16, on random data, Swin-T shapes and odd sizes.
+ *
+ * Inputs are rounded to the dtype first, so the reference sees the same values; results are
+ * compared relative to max|ref| (f32 1e-5, f16 2e-3, bf16 1.6e-2) or bit-exactly for pure data
+ * movement. Outputs are poisoned with NaN before each launch (except in-place ops) and every
+ * buffer has a guard zone checked afterwards. Argument errors are checked too.
+ * Run: test_gpu_kernels <source dir>; SWIN_TEST_QUICK=1 runs the cases marked quick; exits 77
+ * without a GPU.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_testutil.h"
+#include "layers.h"
+#include "ops.h"
+#include "testutil.h"
+
+typedef enum {
+    OP_LN, OP_LN_INPLACE, OP_LN_RES, OP_LN_POOL, OP_PARTITION, OP_REVERSE, OP_MERGE, OP_IM2COL,
+    OP_ADD_POS, OP_GELU, OP_CONVERT
+} op_kind;
+
+static const char *const op_name[] = {"layernorm", "layernorm_inplace", "ln_residual", "ln_pool", "partition",
+                                      "reverse", "merge", "im2col", "add_pos", "gelu", "convert"};
+
+/* Meaning of the fields per op:
+ *   LN*: rows = B*res*res, C     LN_POOL: B, L = res*res, C     PARTITION/REVERSE: B res C W shift
+ *   MERGE: B res C               IM2COL: B, H = W = res, p = window    ADD_POS: B, L = res*res, C
+ *   GELU: n = B*res*C, ln = with residual        CONVERT: n = B*res*C, all dtype pairs
+ * ln: LayerNorm on (partition, reverse, merge) */
+typedef struct {
+    op_kind op;
+    int B, res, C, window, shift, ln, quick;
+} kcase;
+
+static const kcase cases[] = {
+    /* op            B  res   C    W  sh ln quick */
+    {OP_LN,          1, 56,   96,  0, 0, 1, 1},
+    {OP_LN,          3, 28,  192,  0, 0, 1, 0},
+    {OP_LN,          1, 14,  384,  0, 0, 1, 0},
+    {OP_LN,          3,  7,  768,  0, 0, 1, 1},
+    {OP_LN,          1, 14, 1536,  0, 0, 1, 0},   /* V1 merge width of Swin-T stage 3 */
+    {OP_LN,          1, 16,   40,  0, 0, 1, 1},
+    {OP_LN,          1, 12,   36,  0, 0, 1, 1},   /* 36 % 8: scalar path in f16/bf16 */
+    {OP_LN,          1,  7, 3072,  0, 0, 1, 1},   /* longer than registers: loop kernel */
+    {OP_LN,          2,  5, 1030,  0, 0, 1, 0},   /* scalar and too long: scalar loop kernel */
+    {OP_LN_INPLACE,  1, 28,  192,  0, 0, 1, 1},
+    {OP_LN_RES,      1, 56,   96,  0, 0, 1, 1},
+    {OP_LN_RES,      3,  7,  768,  0, 0, 1, 0},
+    {OP_LN_RES,      1, 16,   40,  0, 0, 1, 0},
+    {OP_LN_RES,      1, 12,   36,  0, 0, 1, 1},
+    {OP_LN_POOL,     1,  7,  768,  0, 0, 1, 1},
+    {OP_LN_POOL,     3,  7,  768,  0, 0, 1, 0},
+    {OP_LN_POOL,     2,  4,   40,  0, 0, 1, 1},
+    {OP_LN_POOL,     3,  3,   36,  0, 0, 1, 0},
+    {OP_LN_POOL,     1,  7, 1536,  0, 0, 1, 0},
+    {OP_PARTITION,   1, 56,   96,  7, 0, 1, 1},
+    {OP_PARTITION,   1, 56,   96,  7, 3, 1, 1},
+    {OP_PARTITION,   3, 28,  192,  7, 3, 1, 0},
+    {OP_PARTITION,   1, 14,  384,  7, 3, 0, 1},
+    {OP_PARTITION,   3,  7,  768,  7, 0, 1, 0},
+    {OP_PARTITION,   1, 16,   40,  8, 4, 1, 1},
+    {OP_PARTITION,   2, 16,   40,  8, 4, 0, 0},
+    {OP_PARTITION,   1, 12,   36, 12, 0, 1, 0},
+    {OP_REVERSE,     1, 56,   96,  7, 0, 0, 1},
+    {OP_REVERSE,     1, 56,   96,  7, 3, 0, 0},
+    {OP_REVERSE,     3, 28,  192,  7, 3, 1, 1},
+    {OP_REVERSE,     1, 14,  384,  7, 3, 1, 0},
+    {OP_REVERSE,     3,  7,  768,  7, 0, 0, 0},
+    {OP_REVERSE,     1, 16,   40,  8, 4, 1, 1},
+    {OP_REVERSE,     1, 12,   36, 12, 0, 1, 0},
+    {OP_MERGE,       1, 56,   96,  0, 0, 1, 1},
+    {OP_MERGE,       3, 28,  192,  0, 0, 1, 0},
+    {OP_MERGE,       1, 14,  384,  0, 0, 1, 0},
+    {OP_MERGE,       1, 56,   96,  0, 0, 0, 1},
+    {OP_MERGE,       3, 14,  384,  0, 0, 0, 0},
+    {OP_MERGE,       1, 16,   40,  0, 0, 1, 1},
+    {OP_MERGE,       1, 12,   36,  0, 0, 1, 1},
+    {OP_MERGE,       1, 12,   36,  0, 0, 0, 0},
+    {OP_IM2COL,      1, 224,   0,  4, 0, 0, 1},
+    {OP_IM2COL,      3, 224,   0,  4, 0, 0, 0},
+    {OP_IM2COL,      2, 20,    0,  5, 0, 0, 1},
+    {OP_ADD_POS,     1, 56,   96,  0, 0, 0, 1},
+    {OP_ADD_POS,     3, 56,   96,  0, 0, 0, 0},
+    {OP_ADD_POS,     2,  3,    3,  0, 0, 0, 1},   /* L*C = 27: scalar path */
+    {OP_GELU,     6272,  1,  384,  0, 0, 0, 1},
+    {OP_GELU,        1, 1001,  1,  0, 0, 1, 1},   /* odd n, with residual */
+    {OP_CONVERT,     1, 1000003, 1, 0, 0, 0, 1},
+};
+
+// ---- one case
+
+static int dims_of(const kcase *c, swin_dims *d) {
+    memset(d, 0, sizeof *d);
+    d->B = c->B, d->res = c->res, d->C = c->C, d->heads = 1, d->head_dim = c->C;
+    d->window = c->window, d->shift = c->shift, d->version = 1, d->eps = 1e-5f;
+    return 0;
+}
+
+/* sizes of input (na), second input (nb) and output (no) in elements */
+static void sizes(const kcase *c, size_t *na, size_t *nb, size_t *no) {
+    size_t tok = (size_t)c->B * c->res * c->res, r2 = (size_t)(c->res / 2) * (c->res / 2);
+    *nb = 0;
+    switch (c->op) {
+    case OP_LN: case OP_LN_INPLACE: case OP_PARTITION: *na = *no = tok * c->C; break;
+    case OP_LN_RES: case OP_REVERSE: *na = *no = tok * c->C; *nb = tok * c->C; break;
+    case OP_LN_POOL: *na = tok * c->C; *no = (size_t)c->B * c->C; break;
+    case OP_MERGE: *na = tok * c->C; *no = c->B * r2 * 4 * c->C; break;
+    case OP_IM2COL: *na = (size_t)c->B * 3 * c->res * c->res; *no = *na; break;
+    case OP_ADD_POS: *na = *no = tok * c->C; *nb = (size_t)c->res * c->res * c->C; break;
+    case OP_GELU: case OP_CONVERT: *na = *no = (size_t)c->B * c->res * c->C; *nb = c->ln ? *na : 0; break;
+    }
+}
+
+static double gelu_ref(float x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+/* Runs case c in dtype dt (for CONVERT: dt -> dt2). Returns nothing; records checks. */
+static void run_case(const kcase *c, int dt, int dt2) {
+    char name[128];
+    size_t na = 0, nb = 0, no = 0;
+    sizes(c, &na, &nb, &no);
+    if (c->op == OP_CONVERT)
+        snprintf(name, sizeof name, "convert %s->%s n%zu", tg_dt_name[dt], tg_dt_name[dt2], na);
+    else
+        snprintf(name, sizeof name, "%s %s B%d res%d C%d W%d s%d%s", op_name[c->op], tg_dt_name[dt], c->B,
+                 c->res, c->C, c->window, c->shift, c->ln ? "" : " noln");
+    int flat = c->op == OP_GELU || c->op == OP_CONVERT;   /* res is a length there, not a side */
+    int L = flat ? 0 : c->res * c->res, rows = c->B * L, Cln = c->op == OP_MERGE ? 4 * c->C : c->C;
+    float *a = malloc(na * sizeof(float)), *b = malloc((nb ? nb : 1) * sizeof(float));
+    float *ref = malloc(no * sizeof(float)), *got = malloc(no * sizeof(float));
+    float *lw = malloc((Cln ? Cln : 1) * sizeof(float)), *lb = malloc((Cln ? Cln : 1) * sizeof(float));
+    tu_fill(a, na, -1.0f, 3.0f);   /* non-zero mean: the statistics must subtract it */
+    tu_fill(b, nb ? nb : 1, -2.0f, 2.0f);
+    tu_fill(lw, Cln ? Cln : 1, 0.5f, 1.5f);
+    tu_fill(lb, Cln ? Cln : 1, -0.5f, 0.5f);
+    if (c->op != OP_IM2COL) tu_round_to(a, na, dt);   /* the image stays fp32 */
+    tu_round_to(b, nb ? nb : 1, dt);
+    swin_ln_w ln = {lw, lb};
+    swin_dims d;
+    dims_of(c, &d);
+
+    /* reference, on the rounded inputs */
+    int exact = 0, in_place = 0;
+    switch (c->op) {
+    case OP_LN: case OP_LN_INPLACE: swin_layernorm_cpu(ref, a, &ln, rows, c->C, d.eps); in_place = c->op == OP_LN_INPLACE; break;
+    case OP_LN_RES: memcpy(ref, b, no * sizeof(float)); swin_layernorm_residual_cpu(ref, a, &ln, rows, c->C, d.eps); in_place = 1; break;
+    case OP_LN_POOL: swin_ln_pool_cpu(ref, a, &ln, c->B, L, c->C, d.eps); break;
+    case OP_PARTITION: swin_ln_shift_partition_cpu(ref, a, c->ln ? &ln : NULL, &d); exact = !c->ln; break;
+    case OP_REVERSE: memcpy(ref, b, no * sizeof(float)); swin_window_reverse_residual_cpu(ref, a, c->ln ? &ln : NULL, &d); exact = !c->ln; in_place = 1; break;
+    case OP_MERGE: swin_merge_gather_cpu(ref, a, c->ln ? &ln : NULL, c->B, c->res, c->C, d.eps); exact = !c->ln; break;
+    case OP_IM2COL: swin_im2col_patch_cpu(ref, a, c->B, c->res, c->res, c->window); exact = 1; break;
+    case OP_ADD_POS: memcpy(ref, a, no * sizeof(float)); swin_add_pos_cpu(ref, b, c->B, L, c->C); exact = 1; in_place = 1; break;
+    case OP_GELU:
+        for (size_t i = 0; i < no; i++) ref[i] = (float)gelu_ref(a[i]) + (c->ln ? b[i] : 0.0f);
+        in_place = 1;
+        break;
+    case OP_CONVERT: memcpy(ref, a, no * sizeof(float)); exact = 1; break;
+    }
+    int odt = c->op == OP_CONVERT ? dt2 : dt;
+    if (exact) tu_round_to(ref, no, odt);
+
+    /* device */
+    tg_buf da = tg_alloc(na, c->op == OP_IM2COL ? 0 : dt), db = tg_alloc(nb ? nb : 1, dt);
+    tg_buf dout = tg_alloc(no, odt), dlw = tg_alloc(Cln ? Cln : 1, 0), dlb = tg_alloc(Cln ? Cln : 1, 0);
+    tg_upload(&da, a);
+    tg_upload(&db, b);
+    tg_upload(&dlw, lw);
+    tg_upload(&dlb, lb);
+    if (!in_place) tg_poison(&dout);
+    const float *w = c->ln ? (const float *)dlw.p : NULL, *bb = c->ln ? (const float *)dlb.p : NULL;
+    swin_dtype sdt = (swin_dtype)dt;
+    swin_status st = SWIN_OK;
+    tg_buf *res_buf = &dout;
+    switch (c->op) {
+    case OP_LN: st = swin_layernorm_cuda(dout.p, da.p, dlw.p, dlb.p, rows, c->C, d.eps, sdt, 0); break;
+    case OP_LN_INPLACE: st = swin_layernorm_cuda(da.p, da.p, dlw.p, dlb.p, rows, c->C, d.eps, sdt, 0); res_buf = &da; break;
+    case OP_LN_RES: st = swin_layernorm_residual_cuda(db.p, da.p, dlw.p, dlb.p, rows, c->C, d.eps, sdt, 0); res_buf = &db; break;
+    case OP_LN_POOL: st = swin_ln_pool_cuda(dout.p, da.p, dlw.p, dlb.p, c->B, L, c->C, d.eps, sdt, 0); break;
+    case OP_PARTITION: st = swin_ln_shift_partition_cuda(dout.p, da.p, w, bb, &d, sdt, 0); break;
+    case OP_REVERSE: st = swin_window_reverse_residual_cuda(db.p, da.p, w, bb, &d, sdt, 0); res_buf = &db; break;
+    case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->C, d.eps, sdt, 0); break;
+    case OP_IM2COL: st = swin_im2col_patch_cuda(dout.p, da.p, c->B, c->res, c->res, c->window, sdt, 0); break;
+    case OP_ADD_POS: st = swin_add_pos_cuda(da.p, db.p, c->B, L, c->C, sdt, 0); res_buf = &da; break;
+    case OP_GELU: st = swin_gelu_cuda(da.p, c->ln ? db.p : NULL, na, sdt, 0); res_buf = &da; break;
+    case OP_CONVERT: st = swin_convert_cuda(dout.p, (swin_dtype)dt2, da.p, sdt, na, 0); break;
+    }
+    int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
+    ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the launch", name);
+    if (ok) {
+        tg_download(res_buf, got);
+        tg_compare(name, got, ref, no, exact ? 0.0 : tg_tol[odt]);
+        CHECK(tg_guard_ok(&da) && tg_guard_ok(&db) && tg_guard_ok(&dout), "%s: guard zone overwritten", name);
+    }
+    tg_free(&da), tg_free(&db), tg_free(&dout), tg_free(&dlw), tg_free(&dlb);
+    free(a), free(b), free(ref), free(got), free(lw), free(lb);
+}
+
+// ---- argument checking: each call must fail with SWIN_ERR_ARGUMENT and a message
+
+static void expect_arg_error(const char *what, swin_status st) {
+    int ok = st == SWIN_ERR_ARGUMENT && swin_last_error()[0];
+    printf("%s argument check: %-36s -> %s\n", ok ? "ok  " : "FAIL", what, swin_last_error());
+    CHECK(ok, "%s: expected an argument error, got %s", what, swin_status_str(st));
+}
+
+static void argument_checks(void) {
+    tg_buf x = tg_alloc(4096, 0), y = tg_alloc(4096, 0), lw = tg_alloc(64, 0);
+    const float *w = lw.p;
+    swin_dims d = {1, 14, 8, 1, 8, 7, 3, 1, 1e-5f};
+    swin_dims bad = d;
+    expect_arg_error("layernorm rows 0", swin_layernorm_cuda(y.p, x.p, w, w, 0, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("layernorm NULL in", swin_layernorm_cuda(y.p, NULL, w, w, 4, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("layernorm no bias", swin_layernorm_cuda(y.p, x.p, w, NULL, 4, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("layernorm bad dtype", swin_layernorm_cuda(y.p, x.p, w, w, 4, 8, 1e-5f, (swin_dtype)7, 0));
+    expect_arg_error("layernorm misaligned", swin_layernorm_cuda(y.p, (char *)x.p + 1, w, w, 4, 8, 1e-5f, SWIN_DT_F16, 0));
+    bad.window = 6;
+    expect_arg_error("partition res % window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
+    bad = d, bad.shift = 7;
+    expect_arg_error("partition shift >= window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
+    expect_arg_error("reverse NULL dims", swin_window_reverse_residual_cuda(x.p, y.p, NULL, NULL, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, SWIN_DT_F32, 0));
+    expect_arg_error("merge odd res", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 7, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("im2col H % p", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, SWIN_DT_F32, 0));
+    expect_arg_error("add_pos L 0", swin_add_pos_cuda(x.p, y.p, 1, 0, 8, SWIN_DT_F32, 0));
+    expect_arg_error("ln_pool NULL out", swin_ln_pool_cuda(NULL, x.p, w, w, 1, 4, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("gelu in place residual", swin_gelu_cuda(x.p, x.p, 16, SWIN_DT_F32, 0));
+    expect_arg_error("convert in place", swin_convert_cuda(x.p, SWIN_DT_F16, x.p, SWIN_DT_F32, 16, 0));
+    tg_free(&x), tg_free(&y), tg_free(&lw);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    if (!tg_have_gpu("test_gpu_kernels")) return TU_SKIP;
+    int quick = tg_quick();
+    tu_seed(12345);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const kcase *c = &cases[i];
+        if (quick && !c->quick) continue;
+        for (int dt = 0; dt < 3; dt++) {
+            if (c->op == OP_CONVERT)
+                for (int dt2 = 0; dt2 < 3; dt2++) run_case(c, dt, dt2);
+            else
+                run_case(c, dt, dt);
+        }
+    }
+    argument_checks();
+    return tu_finish("test_gpu_kernels");
+}
