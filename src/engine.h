@@ -17,6 +17,35 @@ void swin_engine_free(swin_engine *e);
 swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits);
 swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
 
+/* ---- for `swin bench` (src/cli/cmd_bench.c): timing on device-resident input.
+ * Every timer uses CUDA events on the engine's stream; nothing here asserts on times. */
+typedef enum {
+    SWIN_OPS_GEMM = 0,       /* every linear layer */
+    SWIN_OPS_ATTENTION,      /* window attention */
+    SWIN_OPS_NORM,           /* layernorms, shift/partition/reverse, merge gather, pooling */
+    SWIN_OPS_OTHER,          /* im2col, position embedding, logit conversion */
+    SWIN_OPS_COUNT
+} swin_op_class;
+
+typedef struct {
+    double class_ms[SWIN_OPS_COUNT];
+    double stage_ms[SWIN_MAX_STAGES];  /* stage 0 includes the patch embedding, the last the head */
+    double total_ms;
+} swin_engine_profile;
+
+/* GPU name, driver and runtime versions (e.g. 13000) of cuda:index. */
+swin_status swin_cuda_device_info(int index, char *name, size_t size, int *driver, int *runtime);
+/* Copy host input [B,3,S,S] fp32 into the engine's device input buffer (synchronous). */
+swin_status swin_engine_set_input(swin_engine *e, const float *input, int B);
+/* `warmup` untimed then `iters` timed forwards of batch B on that input (graphs as configured);
+ * ms[iters] receives each iteration's event time. */
+swin_status swin_engine_time_forward(swin_engine *e, int B, int warmup, int iters, float *ms);
+/* The same for the attention ops of all blocks alone (the engine's attention implementation). */
+swin_status swin_engine_time_attention(swin_engine *e, int B, int warmup, int iters, float *ms);
+/* Per op class and per stage times of un-captured forwards (events around every op), averaged
+ * over `passes`. */
+swin_status swin_engine_profile_forward(swin_engine *e, int B, int passes, swin_engine_profile *out);
+
 #ifdef __cplusplus
 }
 #endif

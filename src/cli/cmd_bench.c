@@ -1,0 +1,347 @@
+/* cmd_bench.c - `swin bench`: latency and throughput of the CUDA engine.
+ *
+ *   swin bench [--model PATH | --arch NAME] [--device cuda[:N]] [--precision P] [--batch 1,8,64]
+ *              [--attention fused|unfused] [--graphs on|off] [--iters N] [--warmup N]
+ *              [--breakdown] [--json]
+ *
+ * Per batch: warm-up, then CUDA events around each forward on device-resident input; median and
+ * p10/p90, img/s and achieved TFLOP/s. In the same run the other attention implementation is
+ * measured too (attention ops alone, and end to end), giving the fused/unfused ratios.
+ * --breakdown times every op of un-captured forwards (per op class and per stage).
+ * A benchmark, not a test: it never judges a time. Without a GPU it says so and exits 2.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "model.h"
+#ifdef SWIN_HAVE_CUDA
+#include "engine.h"
+#endif
+
+#define CMD "bench"
+#define MAX_BATCHES 16
+#define DEFAULT_ARCH "swin_tiny_patch4_window7_224"
+
+typedef struct {
+    const char *model, *arch;
+    swin_device device;
+    int device_index;
+    swin_precision precision;
+    swin_attention attention;
+    int graphs, iters, warmup, breakdown, json;
+    int batches[MAX_BATCHES], n_batches;
+} bench_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: swin bench [options]\n"
+            "Measure latency and throughput of the CUDA engine (random weights unless --model).\n"
+            "  -m, --model PATH        model directory or .safetensors (default: random weights)\n"
+            "  -a, --arch NAME         architecture preset (default " DEFAULT_ARCH ")\n"
+            "  -d, --device DEV        cuda or cuda:N (default cuda)\n"
+            "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp16)\n"
+            "  -b, --batch LIST        comma-separated batch sizes (default 1,8,64,256)\n"
+            "      --attention IMPL    fused or unfused (default fused); the other is measured too\n"
+            "      --graphs on|off     CUDA graphs (default on)\n"
+            "  -n, --iters N           timed iterations per batch (default 50)\n"
+            "      --warmup N          untimed iterations first (default 10)\n"
+            "      --breakdown         time per stage and per op class (un-captured forward)\n"
+            "      --json              one JSON object on stdout\n"
+            "  -h, --help              this help\n");
+}
+
+static int parse_batches(const char *s, bench_args *a) {
+    char buf[256];
+    if (strlen(s) >= sizeof buf) return 1;
+    strcpy(buf, s);
+    a->n_batches = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (a->n_batches == MAX_BATCHES || cli_parse_int(tok, 1, 65536, &a->batches[a->n_batches])) return 1;
+        a->n_batches++;
+    }
+    return a->n_batches == 0;
+}
+
+/* 0: run; 1: help shown (exit 0); EXIT_USAGE: bad flags (message printed) */
+static int parse(int argc, char **argv, bench_args *a) {
+    memset(a, 0, sizeof *a);
+    a->device = SWIN_DEVICE_CUDA;
+    a->precision = SWIN_FP16;
+    a->attention = SWIN_ATTN_FUSED;
+    a->graphs = 1;
+    a->iters = 50;
+    a->warmup = 10;
+    int defaults[] = {1, 8, 64, 256};
+    memcpy(a->batches, defaults, sizeof defaults);
+    a->n_batches = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+#define FLAG(s, l) (!strcmp(f, s) || !strcmp(f, l))
+#define VALUE() if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
+        if (FLAG("-h", "--help")) { usage(stdout); return 1; }
+        else if (FLAG("-m", "--model")) { VALUE(); a->model = v; }
+        else if (FLAG("-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (FLAG("-d", "--device")) {
+            VALUE();
+            if (cli_parse_device(v, &a->device, &a->device_index))
+                return cli_usage_error(CMD, "bad --device '%s' (expected cuda or cuda:N)", v);
+            if (a->device != SWIN_DEVICE_CUDA) return cli_usage_error(CMD, "bench runs on the GPU: use --device cuda[:N]");
+        } else if (FLAG("-p", "--precision")) {
+            VALUE();
+            if (swin_precision_parse(v, &a->precision) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
+        } else if (FLAG("-b", "--batch")) {
+            VALUE();
+            if (parse_batches(v, a))
+                return cli_usage_error(CMD, "bad --batch '%s' (expected up to %d sizes in [1, 65536], e.g. 1,8,64)", v, MAX_BATCHES);
+        } else if (!strcmp(f, "--attention")) {
+            VALUE();
+            if (!strcmp(v, "fused")) a->attention = SWIN_ATTN_FUSED;
+            else if (!strcmp(v, "unfused")) a->attention = SWIN_ATTN_UNFUSED;
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
+        } else if (!strcmp(f, "--graphs")) {
+            VALUE();
+            if (!strcmp(v, "on")) a->graphs = 1;
+            else if (!strcmp(v, "off")) a->graphs = 0;
+            else return cli_usage_error(CMD, "bad --graphs '%s' (expected on or off)", v);
+        } else if (FLAG("-n", "--iters")) {
+            VALUE();
+            if (cli_parse_int(v, 1, 1000000, &a->iters)) return cli_usage_error(CMD, "bad --iters '%s'", v);
+        } else if (!strcmp(f, "--warmup")) {
+            VALUE();
+            if (cli_parse_int(v, 0, 1000000, &a->warmup)) return cli_usage_error(CMD, "bad --warmup '%s'", v);
+        } else if (!strcmp(f, "--breakdown")) a->breakdown = 1;
+        else if (!strcmp(f, "--json")) a->json = 1;
+        else return cli_usage_error(CMD, "unknown option '%s' (try swin bench --help)", f);
+#undef FLAG
+#undef VALUE
+    }
+    return 0;
+}
+
+#ifndef SWIN_HAVE_CUDA
+int cmd_bench(int argc, char **argv) {
+    bench_args a;
+    int r = parse(argc, argv, &a);
+    if (r) return r == 1 ? 0 : r;
+    return cli_usage_error(CMD, "this swin was built without CUDA; bench needs a GPU");
+}
+#else
+
+#define TRY(expr)                              \
+    do {                                       \
+        swin_status try_st_ = (expr);          \
+        if (try_st_ != SWIN_OK) return try_st_; \
+    } while (0)
+
+// ---- statistics
+
+typedef struct { double median, p10, p90; } stats;
+
+static int cmp_float(const void *x, const void *y) {
+    float a = *(const float *)x, b = *(const float *)y;
+    return (a > b) - (a < b);
+}
+
+static stats summarise(float *ms, int n) {
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    stats s;
+    s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    s.p10 = ms[(int)(0.1 * (n - 1) + 0.5)];
+    s.p90 = ms[(int)(0.9 * (n - 1) + 0.5)];
+    return s;
+}
+
+// ---- one batch size
+
+typedef struct {
+    int batch;
+    stats e2e;                   /* the chosen configuration */
+    double e2e_fused, e2e_unfused, attn_fused, attn_unfused;
+    int have_profile;
+    swin_engine_profile prof;
+} bench_result;
+
+static swin_status measure(swin_engine *eng[2], const bench_args *a, const float *input, int B,
+                           float *ms, bench_result *r) {
+    /* eng[0]: the chosen attention; eng[1]: the other one */
+    double e2e[2], attn[2];
+    memset(r, 0, sizeof *r);
+    r->batch = B;
+    for (int k = 0; k < 2; k++) {
+        TRY(swin_engine_set_input(eng[k], input, B));
+        TRY(swin_engine_time_forward(eng[k], B, a->warmup, a->iters, ms));
+        stats s = summarise(ms, a->iters);
+        if (k == 0) r->e2e = s;
+        e2e[k] = s.median;
+        TRY(swin_engine_time_attention(eng[k], B, a->warmup, a->iters, ms));
+        attn[k] = summarise(ms, a->iters).median;
+    }
+    int f = a->attention == SWIN_ATTN_FUSED ? 0 : 1;
+    r->e2e_fused = e2e[f];
+    r->e2e_unfused = e2e[!f];
+    r->attn_fused = attn[f];
+    r->attn_unfused = attn[!f];
+    if (a->breakdown) {
+        TRY(swin_engine_profile_forward(eng[0], B, 5, &r->prof));
+        r->have_profile = 1;
+    }
+    return SWIN_OK;
+}
+
+// ---- output
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_json(const bench_args *a, const char *arch, const char *gpu, int drv, int rt,
+                       const bench_result *res, int n, double gflops, int stages) {
+    printf("{\"tool\":\"swin\",\"arch\":");
+    json_str(arch);
+    printf(",\"precision\":\"%s\",\"graphs\":%s,\"gpu\":", swin_precision_str(a->precision),
+           a->graphs ? "true" : "false");
+    json_str(gpu);
+    printf(",\"driver\":\"%d.%d\",\"cuda_runtime\":\"%d.%d\",\"results\":[", drv / 1000, drv % 1000 / 10,
+           rt / 1000, rt % 1000 / 10);
+    for (int i = 0; i < n; i++) {
+        const bench_result *r = &res[i];
+        printf("%s{\"batch\":%d,\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"img_per_s\":%.1f,"
+               "\"tflops\":%.3f,\"attention_fused_ms\":%.4f,\"attention_unfused_ms\":%.4f,"
+               "\"attention_ratio\":%.3f,\"e2e_unfused_ms\":%.4f,\"e2e_ratio\":%.3f,\"breakdown\":",
+               i ? "," : "", r->batch, r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
+               gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+        if (!r->have_profile) { printf("null}"); continue; }
+        const double *c = r->prof.class_ms;
+        printf("{\"gemm_ms\":%.4f,\"attention_ms\":%.4f,\"norm_shift_merge_ms\":%.4f,\"other_ms\":%.4f,"
+               "\"per_stage_ms\":[", c[SWIN_OPS_GEMM], c[SWIN_OPS_ATTENTION], c[SWIN_OPS_NORM], c[SWIN_OPS_OTHER]);
+        for (int s = 0; s < stages; s++) printf("%s%.4f", s ? "," : "", r->prof.stage_ms[s]);
+        printf("]}}");
+    }
+    printf("]}\n");
+}
+
+static void print_breakdown(const bench_result *r, int stages) {
+    static const char *cls[SWIN_OPS_COUNT] = {"GEMMs (linear layers)", "attention",
+                                              "norms/shift/merge", "other (im2col, pos, convert)"};
+    double t = r->prof.total_ms > 0 ? r->prof.total_ms : 1;
+    printf("\nbreakdown, batch %d (un-captured forward, an event before every op, mean of 5):\n", r->batch);
+    printf("  %-32s %10s %7s\n", "kernel family", "ms", "%");
+    for (int k = 0; k < SWIN_OPS_COUNT; k++)
+        printf("  %-32s %10.3f %6.1f%%\n", cls[k], r->prof.class_ms[k], 100 * r->prof.class_ms[k] / t);
+    for (int s = 0; s < stages; s++) {
+        char name[64];
+        snprintf(name, sizeof name, "stage %d%s", s, s == 0 ? " (+ patch embed)" : s == stages - 1 ? " (+ head)" : "");
+        printf("  %-32s %10.3f %6.1f%%\n", name, r->prof.stage_ms[s], 100 * r->prof.stage_ms[s] / t);
+    }
+    printf("  %-32s %10.3f %6.1f%%\n", "total", r->prof.total_ms, 100.0);
+}
+
+static void print_table(const bench_args *a, const char *arch, const char *source, const char *gpu,
+                        int drv, int rt, const bench_result *res, int n, double gflops, int stages) {
+    printf("swin bench: %s (%s), %s, attention %s, graphs %s, %d iterations after %d warm-up\n", arch, source,
+           swin_precision_str(a->precision), a->attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
+           a->graphs ? "on" : "off", a->iters, a->warmup);
+    printf("gpu: %s (cuda:%d), driver %d.%d, runtime %d.%d; %.3f GFLOP per image\n\n", gpu, a->device_index,
+           drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, gflops);
+    printf("%6s %10s %9s %9s %10s %8s | %11s %11s %7s | %11s %7s\n", "batch", "median ms", "p10 ms", "p90 ms",
+           "img/s", "TFLOP/s", "attn fused", "attn unfus", "ratio", "e2e unfus", "ratio");
+    for (int i = 0; i < n; i++) {
+        const bench_result *r = &res[i];
+        printf("%6d %10.3f %9.3f %9.3f %10.1f %8.2f | %11.3f %11.3f %6.2fx | %11.3f %6.2fx\n", r->batch,
+               r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
+               gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+    }
+    printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end.\n");
+    for (int i = 0; i < n; i++)
+        if (res[i].have_profile) print_breakdown(&res[i], stages);
+}
+
+// ---- the command
+
+static int run(const bench_args *a, swin_model *m, const char *source) {
+    const swin_config *c = swin_model_config(m);
+    int maxb = 1;
+    for (int i = 0; i < a->n_batches; i++) if (a->batches[i] > maxb) maxb = a->batches[i];
+    swin_session_options o = swin_session_options_default();
+    o.device = SWIN_DEVICE_CUDA;
+    o.device_index = a->device_index;
+    o.precision = a->precision;
+    o.graphs = a->graphs;
+    o.max_batch = maxb;
+    swin_engine *eng[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        o.attention = k == 0 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
+        swin_status st = swin_engine_create(m, &o, &eng[k]);
+        if (st != SWIN_OK) {
+            fprintf(stderr, "swin bench: %s\n", swin_last_error());
+            swin_engine_free(eng[0]);
+            return st == SWIN_ERR_NO_DEVICE ? EXIT_USAGE : EXIT_FAILED;
+        }
+    }
+    char gpu[256] = "?";
+    int drv = 0, rt = 0;
+    swin_cuda_device_info(a->device_index, gpu, sizeof gpu, &drv, &rt);
+
+    size_t n_in = (size_t)maxb * 3 * c->img_size * c->img_size;
+    float *input = malloc(n_in * sizeof(float)), *ms = malloc((size_t)a->iters * sizeof(float));
+    bench_result *res = calloc((size_t)a->n_batches, sizeof *res);
+    int rc = 0;
+    if (!input || !ms || !res) { fprintf(stderr, "swin bench: out of memory\n"); rc = EXIT_FAILED; }
+    uint64_t state = 0x2545F4914F6CDD1Dull;   /* deterministic input in [-2, 2) */
+    for (size_t i = 0; !rc && i < n_in; i++) {
+        state ^= state >> 12; state ^= state << 25; state ^= state >> 27;
+        input[i] = (float)((state * 2685821657736338717ull) >> 40) / 16777216.0f * 4.0f - 2.0f;
+    }
+    for (int i = 0; !rc && i < a->n_batches; i++) {
+        if (isatty(2)) fprintf(stderr, "swin bench: batch %d...\n", a->batches[i]);
+        if (measure(eng, a, input, a->batches[i], ms, &res[i]) != SWIN_OK) {
+            fprintf(stderr, "swin bench: batch %d: %s\n", a->batches[i], swin_last_error());
+            rc = EXIT_FAILED;
+        }
+    }
+    if (!rc) {
+        double gflops = swin_model_gflops(m);
+        if (a->json) print_json(a, c->arch, gpu, drv, rt, res, a->n_batches, gflops, c->num_stages);
+        else print_table(a, c->arch, source, gpu, drv, rt, res, a->n_batches, gflops, c->num_stages);
+    }
+    free(res);
+    free(ms);
+    free(input);
+    swin_engine_free(eng[1]);
+    swin_engine_free(eng[0]);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_args a;
+    int r = parse(argc, argv, &a);
+    if (r) return r == 1 ? 0 : r;
+    swin_model *m = NULL;
+    swin_status st;
+    if (a.model) {
+        swin_load_options lo = swin_load_options_default();
+        lo.arch = a.arch;
+        st = swin_model_load(a.model, &lo, &m);
+    } else {
+        st = swin_model_random(a.arch ? a.arch : DEFAULT_ARCH, 1, &m);
+    }
+    if (st != SWIN_OK) {
+        fprintf(stderr, "swin bench: %s\n", swin_last_error());
+        return EXIT_USAGE;
+    }
+    int rc = run(&a, m, a.model ? a.model : "random weights");
+    swin_model_free(m);
+    return rc;
+}
+#endif

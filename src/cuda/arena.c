@@ -1,0 +1,229 @@
+/* arena.c - the CUDA engine's memory plan: sizes every region from the config and max_batch,
+ * carves the one device allocation, uploads the weights (converted once to the session dtype)
+ * and prints the plan for `swin info --device cuda`. See arena.h for the regions.
+ * Test: tests/test_gpu_engine.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "arena.h"
+
+#define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)   /* cuBLASLt: 32 MiB suits Hopper */
+
+static const char *region_name[REG_COUNT] = {
+    "weights (session dtype)", "weights (fp32 norms, bias tables, scales)",
+    "activations x[2] (ping-pong)", "activations tok", "activations qkv", "activations hid",
+    "head (pooled, logits)", "cuBLASLt workspace", "attention workspace", "input/logits (fp32)",
+};
+
+// ---- weights: one walk sizes, places or uploads
+
+typedef struct {
+    swin_engine *e;
+    char *base;         /* NULL: sizing only */
+    size_t off;
+    int upload;         /* copy and convert the host tensors */
+    swin_status st;     /* first failure of an upload */
+    size_t n_dt, n_f32, largest;
+} walk;
+
+/* Carve n elements of host tensor `host` (fp32 when f32, else the session dtype). */
+static const void *put(walk *k, const float *host, size_t n, int f32, const char *what) {
+    if (!host) return NULL;
+    swin_engine *e = k->e;
+    int as_f32 = f32 || e->dt == SWIN_DT_F32;
+    void *dst = swin_carve(k->base, &k->off, n * (as_f32 ? 4 : swin_dtype_size(e->dt)));
+    if (f32) k->n_f32 += n; else k->n_dt += n;
+    if (n > k->largest) k->largest = n;
+    if (!k->upload || k->st != SWIN_OK) return dst;
+    cudaError_t ce;
+    if (as_f32) {
+        ce = cudaMemcpyAsync(dst, host, n * 4, cudaMemcpyHostToDevice, e->stream);
+    } else {   /* stage fp32 in the (still unused) activation region, convert on the device */
+        ce = cudaMemcpyAsync(e->x[0], host, n * 4, cudaMemcpyHostToDevice, e->stream);
+        if (ce == cudaSuccess) {
+            swin_status s = swin_convert_cuda(dst, e->dt, e->x[0], SWIN_DT_F32, n, e->stream);
+            if (s != SWIN_OK) { k->st = swin_fail_prefix(s, "uploading %s", what); return dst; }
+        }
+    }
+    if (ce != cudaSuccess)
+        k->st = swin_fail(SWIN_ERR_CUDA, "uploading %s (%zu elements): %s", what, n, cudaGetErrorString(ce));
+    return dst;
+}
+
+static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K, const char *what) {
+    d->w = put(k, h->w, (size_t)N * K, 0, what);
+    d->b = put(k, h->b, (size_t)N, 0, what);
+}
+
+static void put_ln(walk *k, swin_dln *d, const swin_ln_w *h, int C, const char *what) {
+    d->w = put(k, h->w, (size_t)C, 1, what);
+    d->b = put(k, h->b, (size_t)C, 1, what);
+}
+
+static void walk_weights(walk *k) {
+    const swin_model *m = k->e->m;
+    const swin_config *c = &m->cfg;
+    const swin_weights *w = &m->w;
+    swin_dweights *d = &k->e->w;
+    int C0 = c->embed_dim, p = c->patch_size, L0 = (c->img_size / p) * (c->img_size / p);
+    put_lin(k, &d->patch, &w->patch_embed, C0, 3 * p * p, "patch_embed");
+    put_ln(k, &d->patch_norm, &w->patch_norm, C0, "patch_embed.norm");
+    d->abs_pos = put(k, w->abs_pos, (size_t)L0 * C0, 0, "absolute_pos_embed");
+    for (int s = 0; s < c->num_stages; s++) {
+        const swin_stage_w *st = &w->stages[s];
+        swin_dstage *ds = &d->st[s];
+        int C = st->dim;
+        if (st->has_merge) {
+            int Cp = w->stages[s - 1].dim;
+            put_ln(k, &ds->norm, &st->merge.norm, c->version == 1 ? 4 * Cp : C, "downsample.norm");
+            put_lin(k, &ds->red, &st->merge.reduction, C, 4 * Cp, "downsample.reduction");
+        }
+        for (int b = 0; b < st->depth; b++) {
+            const swin_block_w *bw = &st->blocks[b];
+            swin_dblock *db = &ds->blocks[b];
+            int W2 = (2 * bw->window - 1) * (2 * bw->window - 1);
+            put_ln(k, &db->norm1, &bw->norm1, C, "norm1");
+            put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, "attn.qkv");
+            put_lin(k, &db->proj, &bw->proj, C, C, "attn.proj");
+            put_ln(k, &db->norm2, &bw->norm2, C, "norm2");
+            put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, "mlp.fc1");
+            put_lin(k, &db->fc2, &bw->fc2, C, st->hidden, "mlp.fc2");
+            db->bias_table = put(k, bw->bias_table, (size_t)W2 * bw->heads, 1, "attention bias table");
+            db->attn_scale = put(k, bw->attn_scale, (size_t)bw->heads, 1, "attention scale");
+        }
+    }
+    int CL = w->stages[c->num_stages - 1].dim;
+    put_ln(k, &d->norm, &w->norm, CL, "norm");
+    put_lin(k, &d->head, &w->head, c->num_classes, CL, "head");
+}
+
+// ---- activations: the largest use of each buffer over the forward pass
+
+typedef struct { size_t x, qkv, hid; } act_elems;
+
+static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
+
+static act_elems activation_elems(const swin_model *m, int B) {
+    const swin_config *c = &m->cfg;
+    act_elems a = {0, 0, 0};
+    int p = c->patch_size;
+    size_t tokens0 = (size_t)B * (c->img_size / p) * (c->img_size / p);
+    a.hid = tokens0 * 3 * p * p;   /* im2col columns */
+    for (int s = 0; s < c->num_stages; s++) {
+        const swin_stage_w *st = &m->w.stages[s];
+        size_t tokens = (size_t)B * st->res * st->res;
+        a.x = max_z(a.x, tokens * st->dim);
+        if (st->has_merge) a.x = max_z(a.x, tokens * 4 * m->w.stages[s - 1].dim);  /* gather */
+        a.qkv = max_z(a.qkv, tokens * 3 * st->dim);
+        a.hid = max_z(a.hid, tokens * max_z(st->hidden, st->dim));
+    }
+    return a;
+}
+
+static size_t attention_workspace(const swin_engine *e) {
+    size_t ws = 0;
+    swin_attn_impl impl = e->opt.attention == SWIN_ATTN_UNFUSED ? SWIN_ATTN_IMPL_UNFUSED : SWIN_ATTN_IMPL_FUSED;
+    for (int s = 0; s < e->m->cfg.num_stages; s++)
+        for (int b = 0; b < e->m->w.stages[s].depth; b++) {
+            swin_dims d = swin_block_dims(e->m, s, b, e->opt.max_batch);
+            ws = max_z(ws, swin_window_attention_workspace(&d, e->dt, impl));
+        }
+    return ws;
+}
+
+// ---- the plan
+
+swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
+    const swin_model *m = e->m;
+    int B = e->opt.max_batch, classes = m->cfg.num_classes, S = m->cfg.img_size;
+    size_t esz = swin_dtype_size(e->dt), start;
+    walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0};
+
+    /* weights: dtype tensors and fp32 tensors share one walk; split the count afterwards */
+    walk_weights(&k);
+    e->n_dt = k.n_dt;
+    e->n_f32 = k.n_f32;
+    e->staging_elems = k.largest;
+    e->region[REG_WEIGHTS_DT] = k.off;   /* re-split below for the description */
+    e->region[REG_WEIGHTS_F32] = 0;
+    size_t off = k.off;
+
+    act_elems a = activation_elems(m, B);
+    start = off;
+    for (int i = 0; i < 2; i++) e->x[i] = swin_carve(base, &off, a.x * esz);
+    e->region[REG_X] = off - start;
+    start = off;
+    e->tok = swin_carve(base, &off, a.x * esz);
+    e->region[REG_TOK] = off - start;
+    start = off;
+    e->qkv = swin_carve(base, &off, a.qkv * esz);
+    e->region[REG_QKV] = off - start;
+    start = off;
+    e->hid = swin_carve(base, &off, a.hid * esz);
+    e->region[REG_HID] = off - start;
+    /* the activations double as the fp32 staging of the weight upload */
+    size_t act = e->region[REG_X] + e->region[REG_TOK] + e->region[REG_QKV] + e->region[REG_HID];
+    if (act < e->staging_elems * 4) {
+        e->region[REG_HID] += e->staging_elems * 4 - act;
+        off += e->staging_elems * 4 - act;
+    }
+
+    start = off;
+    e->pooled = swin_carve(base, &off, (size_t)B * m->w.stages[m->cfg.num_stages - 1].dim * esz);
+    e->logits_dt = swin_carve(base, &off, (size_t)B * classes * esz);
+    e->region[REG_HEAD] = off - start;
+    start = off;
+    e->gemm_ws_bytes = GEMM_WORKSPACE_BYTES;
+    e->gemm_ws = swin_carve(base, &off, e->gemm_ws_bytes);
+    e->region[REG_GEMM_WS] = off - start;
+    start = off;
+    e->attn_ws_bytes = attention_workspace(e);
+    e->attn_ws = e->attn_ws_bytes ? swin_carve(base, &off, e->attn_ws_bytes) : NULL;
+    e->region[REG_ATTN_WS] = off - start;
+    start = off;
+    e->input = swin_carve(base, &off, (size_t)B * 3 * S * S * sizeof(float));
+    e->logits = swin_carve(base, &off, (size_t)B * classes * sizeof(float));
+    e->region[REG_IO] = off - start;
+    *total = off;
+    return SWIN_OK;
+}
+
+swin_status swin_arena_upload(swin_engine *e) {
+    walk k = {e, e->arena, 0, 1, SWIN_OK, 0, 0, 0};
+    walk_weights(&k);
+    cudaError_t ce = cudaStreamSynchronize(e->stream);
+    if (k.st != SWIN_OK) return k.st;
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "uploading the weights: %s", cudaGetErrorString(ce));
+    return SWIN_OK;
+}
+
+void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
+    static const char *attn[] = {"fused", "unfused"};
+    char name[256] = "?";
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, e->dev) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, size - n,
+                          "device cuda:%d (%s), %s, attention %s, graphs %s, max batch %d\n",
+                          e->dev, name, swin_precision_str(e->opt.precision), attn[e->opt.attention & 1],
+                          e->opt.graphs ? "on" : "off", e->opt.max_batch);
+    size_t esz = swin_dtype_size(e->dt), wdt = e->region[REG_WEIGHTS_DT];
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes  (%zu elements x %zu)\n",
+                              "weights (session dtype)", e->n_dt * esz, e->n_dt, esz);
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes  (%zu elements x 4)\n",
+                              "weights (fp32 norms, bias tables, scales)", e->n_f32 * 4, e->n_f32);
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes\n", "weights total (aligned)", wdt);
+    for (int r = REG_X; r < REG_COUNT && n < size; r++)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes\n", region_name[r], e->region[r]);
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes  (%.1f MiB, one allocation)\n",
+                              "total", e->arena_bytes, e->arena_bytes / 1048576.0);
+    if (n < size)
+        snprintf(buf + n, size - n, "  weight upload stages fp32 through the activations (%zu bytes)\n",
+                 e->staging_elems * 4);
+}

@@ -1,0 +1,122 @@
+/* arena.h - the CUDA engine's state and its one device arena (src/cuda/arena.c, engine.c).
+ *
+ * One cudaMalloc per session, sized from the config and max_batch, carved once:
+ *   weights      linear weights/biases and the absolute position embedding in the session dtype;
+ *                LayerNorm parameters, attention bias tables and scales in fp32
+ *   activations  x[2] (ping-pong stage buffers: the residual stream), tok (windows, norms,
+ *                merge gather), qkv, hid (MLP hidden, patch columns, projections)
+ *   head         pooled features, logits in the session dtype
+ *   workspaces   cuBLASLt workspace, unfused-attention workspace
+ *   io           input [B,3,S,S] fp32, logits [B,classes] fp32
+ * While the weights are uploaded the activation region doubles as the fp32 staging buffer of the
+ * dtype conversion (it is sized to hold the largest tensor).
+ * Internal to src/cuda/.
+ */
+#ifndef SWIN_CUDA_ARENA_H
+#define SWIN_CUDA_ARENA_H
+
+#include <cuda_runtime_api.h>
+
+#include "engine.h"
+#include "gemm.h"
+#include "internal.h"
+#include "layers.h"
+#include "ops.h"
+
+/* Return SWIN_ERR_CUDA naming the call, file and line when a CUDA runtime call fails. */
+#define ENG_CUDA(call)                                                                         \
+    do {                                                                                       \
+        cudaError_t eng_e_ = (call);                                                           \
+        if (eng_e_ != cudaSuccess)                                                             \
+            return swin_fail(SWIN_ERR_CUDA, "%s failed (%s:%d): %s", #call, __FILE__, __LINE__, \
+                             cudaGetErrorString(eng_e_));                                      \
+    } while (0)
+
+/* ---- device copies of the weights (pointers into the arena) */
+typedef struct { const float *w, *b; } swin_dln;   /* fp32 [C] each */
+typedef struct { const void *w, *b; } swin_dlin;   /* dt [N, K] and dt [N] or NULL */
+
+typedef struct {
+    swin_dln norm1, norm2;
+    swin_dlin qkv, proj, fc1, fc2;
+    const float *bias_table;   /* [(2W-1)^2, heads] */
+    const float *attn_scale;   /* [heads] */
+} swin_dblock;
+
+typedef struct {
+    swin_dln norm;     /* merge norm: V1 over 4C, V2 over 2C */
+    swin_dlin red;     /* merge reduction [2C, 4C], no bias */
+    swin_dblock *blocks;   /* host array [depth] */
+} swin_dstage;
+
+typedef struct {
+    swin_dlin patch;
+    swin_dln patch_norm;
+    const void *abs_pos;   /* [L0, C0] dt, or NULL */
+    swin_dstage st[SWIN_MAX_STAGES];
+    swin_dln norm;
+    swin_dlin head;
+} swin_dweights;
+
+/* ---- regions of the plan, in carving order (names printed by describe) */
+typedef enum {
+    REG_WEIGHTS_DT, REG_WEIGHTS_F32, REG_X, REG_TOK, REG_QKV, REG_HID, REG_HEAD,
+    REG_GEMM_WS, REG_ATTN_WS, REG_IO, REG_COUNT
+} swin_region_id;
+
+/* per-op event marks of a profiled forward */
+typedef struct {
+    cudaEvent_t *ev;        /* [cap + 1] */
+    unsigned char *cls;     /* [cap] swin_op_class of op i */
+    signed char *stage;     /* [cap] */
+    int n, cap;
+} swin_prof;
+
+struct swin_engine {
+    const swin_model *m;
+    swin_session_options opt;
+    swin_dtype dt;
+    int dev;
+    cudaStream_t stream;
+    swin_gemm *gemm;
+    int owns_stream;
+
+    /* the arena */
+    char *arena;
+    size_t arena_bytes;
+    size_t region[REG_COUNT];   /* bytes per region, alignment included */
+    size_t n_dt, n_f32;         /* weight elements by storage type */
+    size_t staging_elems;       /* largest weight tensor: the conversion staging size */
+
+    swin_dweights w;
+    void *x[2], *tok, *qkv, *hid, *pooled, *logits_dt;
+    void *gemm_ws, *attn_ws;
+    size_t gemm_ws_bytes, attn_ws_bytes;
+    float *input, *logits;      /* io, fp32 */
+
+    /* CUDA graphs: one exec per batch size, [max_batch + 1], NULL until captured */
+    cudaGraphExec_t *graphs;
+
+    swin_prof *prof;            /* non-NULL only inside swin_engine_profile_forward */
+    int cur_stage;              /* stage being enqueued, for the profile */
+};
+
+/* Size (base == NULL) or place (base != NULL) every region; fills e->region, the pointers and
+ * *total. Deterministic: the same offsets both times. */
+swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total);
+/* Upload and convert every weight tensor into the placed arena (synchronises the stream). */
+swin_status swin_arena_upload(swin_engine *e);
+/* Enqueue work on e->stream, input and logits on the device (engine.c):
+ * one forward, captured/replayed per e->opt.graphs; one forward without graphs (profiled when
+ * e->prof is set); the attention ops of every block alone. */
+swin_status swin_engine_enqueue(swin_engine *e, int B);
+swin_status swin_engine_enqueue_direct(swin_engine *e, int B);
+swin_status swin_engine_enqueue_attention(swin_engine *e, int B);
+/* Human-readable plan. */
+void swin_arena_describe(const swin_engine *e, char *buf, size_t size);
+
+static inline swin_dtype swin_precision_dtype(swin_precision p) {
+    return p == SWIN_FP16 ? SWIN_DT_F16 : p == SWIN_BF16 ? SWIN_DT_BF16 : SWIN_DT_F32;
+}
+
+#endif

@@ -1,0 +1,312 @@
+/* engine.c - the CUDA engine behind a session (src/engine.h): device choice, the forward pass
+ * on one stream, and CUDA graphs (one captured forward per batch size, replayed).
+ *
+ * The forward mirrors the CPU reference (src/forward_cpu.c) op for op:
+ *   patch embed  im2col -> linear -> layernorm -> (+ abs pos)
+ *   stage s      (s > 0) merge; then blocks (V1 pre-norm, V2 res-post-norm)
+ *   head         ln_pool -> linear -> logits to fp32
+ * Buffers (arena.h): x[cur] is the residual stream; tok, qkv and hid are scratch.
+ * Test: tests/test_gpu_engine.c (against the CPU reference), tests/cli_gpu_verify.sh.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+/* swin_cuda_debug_sync (kernels/ops.h) is defined in kernels/convert.cu; set here from SWIN_CUDA_SYNC. */
+
+// ---- one op of the forward: an event mark when profiling, then the call
+
+static void mark(swin_engine *e, swin_op_class c) {
+    swin_prof *p = e->prof;
+    if (!p || p->n >= p->cap) return;
+    cudaEventRecord(p->ev[p->n], e->stream);
+    p->cls[p->n] = (unsigned char)c;
+    p->stage[p->n] = (signed char)e->cur_stage;
+    p->n++;
+}
+
+#define OP(cls, call)              \
+    do {                           \
+        mark(e, SWIN_OPS_##cls);   \
+        SWIN_TRY(call);            \
+    } while (0)
+
+static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dlin *w, const void *residual,
+                       int M, int K, int N, swin_act act) {
+    return swin_linear_cuda(out, in, w->w, w->b, residual, M, K, N, act, e->gemm, e->stream);
+}
+
+// ---- patch embedding: im2col -> linear -> layernorm -> (+ absolute position)
+
+static swin_status patch_embed(swin_engine *e, int B) {
+    const swin_config *c = &e->m->cfg;
+    int p = c->patch_size, S = c->img_size, C = c->embed_dim, L = (S / p) * (S / p), M = B * L;
+    const swin_dweights *w = &e->w;
+    e->cur_stage = 0;
+    OP(OTHER, swin_im2col_patch_cuda(e->hid, e->input, B, S, S, p, e->dt, e->stream));
+    OP(GEMM, lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
+    OP(NORM, swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C, c->ln_eps,
+                                 e->dt, e->stream));
+    if (w->abs_pos) OP(OTHER, swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
+    return SWIN_OK;
+}
+
+// ---- patch merging: V1 gather+LN(4C) -> reduction; V2 gather -> reduction -> LN(2C)
+
+static swin_status merge(swin_engine *e, int s, int B, int *cur) {
+    const swin_stage_w *prev = &e->m->w.stages[s - 1], *st = &e->m->w.stages[s];
+    const swin_dstage *w = &e->w.st[s];
+    int res = prev->res, Cp = prev->dim, C = st->dim, M = B * (res / 2) * (res / 2);
+    float eps = e->m->cfg.ln_eps;
+    void *x = e->x[*cur], *y = e->x[!*cur];
+    if (e->m->cfg.version == 1) {
+        OP(NORM, swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, res, Cp, eps, e->dt, e->stream));
+        OP(GEMM, lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
+    } else {
+        OP(NORM, swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, res, Cp, eps, e->dt, e->stream));
+        OP(GEMM, lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
+        OP(NORM, swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
+    }
+    *cur = !*cur;
+    return SWIN_OK;
+}
+
+// ---- transformer blocks
+
+/* tok [B*nW, N, C] <- window attention of qkv */
+static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d) {
+    int unfused = e->opt.attention == SWIN_ATTN_UNFUSED;
+    OP(ATTENTION, swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt,
+                                             unfused ? SWIN_ATTN_IMPL_UNFUSED : SWIN_ATTN_IMPL_FUSED,
+                                             e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
+                                             e->stream));
+    return SWIN_OK;
+}
+
+/* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x)))) */
+static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
+    int M = d->B * d->res * d->res, C = d->C;
+    OP(NORM, swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
+    OP(GEMM, lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    SWIN_TRY(attention(e, w, d));
+    OP(GEMM, lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(NORM, swin_window_reverse_residual_cuda(x, e->hid, NULL, NULL, d, e->dt, e->stream));
+    OP(NORM, swin_layernorm_cuda(e->tok, x, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
+    OP(GEMM, lin(e, e->hid, e->tok, &w->fc1, NULL, M, C, hidden, SWIN_ACT_GELU));
+    OP(GEMM, lin(e, x, e->hid, &w->fc2, x, M, hidden, C, SWIN_ACT_NONE));
+    return SWIN_OK;
+}
+
+/* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) */
+static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
+    int M = d->B * d->res * d->res, C = d->C;
+    OP(NORM, swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
+    OP(GEMM, lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    SWIN_TRY(attention(e, w, d));
+    OP(GEMM, lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(NORM, swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
+    OP(GEMM, lin(e, e->hid, x, &w->fc1, NULL, M, C, hidden, SWIN_ACT_GELU));
+    OP(GEMM, lin(e, e->tok, e->hid, &w->fc2, NULL, M, hidden, C, SWIN_ACT_NONE));
+    OP(NORM, swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
+    return SWIN_OK;
+}
+
+// ---- head: mean of LN(x) over tokens -> linear -> fp32 logits
+
+static swin_status head(swin_engine *e, void *x, int B) {
+    const swin_model *m = e->m;
+    const swin_stage_w *last = &m->w.stages[m->cfg.num_stages - 1];
+    int C = last->dim, classes = m->cfg.num_classes;
+    void *out = e->dt == SWIN_DT_F32 ? (void *)e->logits : e->logits_dt;
+    OP(NORM, swin_ln_pool_cuda(e->pooled, x, e->w.norm.w, e->w.norm.b, B, last->res * last->res, C,
+                               m->cfg.ln_eps, e->dt, e->stream));
+    OP(GEMM, lin(e, out, e->pooled, &e->w.head, NULL, B, C, classes, SWIN_ACT_NONE));
+    if (e->dt != SWIN_DT_F32)
+        OP(OTHER, swin_convert_cuda(e->logits, SWIN_DT_F32, e->logits_dt, e->dt, (size_t)B * classes, e->stream));
+    return SWIN_OK;
+}
+
+// ---- the forward: a loop over stages and blocks
+
+swin_status swin_engine_enqueue_direct(swin_engine *e, int B) {
+    const swin_model *m = e->m;
+    int cur = 0;
+    SWIN_TRY(patch_embed(e, B));
+    for (int s = 0; s < m->cfg.num_stages; s++) {
+        const swin_stage_w *st = &m->w.stages[s];
+        e->cur_stage = s;
+        if (st->has_merge) SWIN_TRY(merge(e, s, B, &cur));
+        for (int b = 0; b < st->depth; b++) {
+            swin_dims d = swin_block_dims(m, s, b, B);
+            const swin_dblock *w = &e->w.st[s].blocks[b];
+            if (m->cfg.version == 1) SWIN_TRY(block_v1(e, e->x[cur], w, &d, st->hidden));
+            else SWIN_TRY(block_v2(e, e->x[cur], w, &d, st->hidden));
+        }
+    }
+    return head(e, e->x[cur], B);
+}
+
+swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
+    for (int s = 0; s < e->m->cfg.num_stages; s++)
+        for (int b = 0; b < e->m->w.stages[s].depth; b++) {
+            swin_dims d = swin_block_dims(e->m, s, b, B);
+            SWIN_TRY(attention(e, &e->w.st[s].blocks[b], &d));
+        }
+    return SWIN_OK;
+}
+
+// ---- CUDA graphs: capture once per batch size, replay after
+
+static swin_status capture(swin_engine *e, int B) {
+    cudaGraph_t g = NULL;
+    ENG_CUDA(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+    swin_status st = swin_engine_enqueue_direct(e, B);
+    cudaError_t ce = cudaStreamEndCapture(e->stream, &g);
+    if (st != SWIN_OK) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        return swin_fail_prefix(st, "capturing the CUDA graph of batch %d", B);
+    }
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "capturing the CUDA graph of batch %d: %s (try --graphs off)", B,
+                         cudaGetErrorString(ce));
+    ce = cudaGraphInstantiate(&e->graphs[B], g, 0);
+    cudaGraphDestroy(g);
+    if (ce != cudaSuccess) {
+        e->graphs[B] = NULL;
+        return swin_fail(SWIN_ERR_CUDA, "instantiating the CUDA graph of batch %d: %s", B, cudaGetErrorString(ce));
+    }
+    return SWIN_OK;
+}
+
+/* Enqueue one forward of batch B (input and logits stay on the device). With graphs on, the first
+ * call for a batch runs un-captured (the GEMM settles its plans), then captures for later calls. */
+swin_status swin_engine_enqueue(swin_engine *e, int B) {
+    if (!e->opt.graphs || swin_cuda_debug_sync) return swin_engine_enqueue_direct(e, B);
+    if (!e->graphs[B]) {
+        SWIN_TRY(swin_engine_enqueue_direct(e, B));
+        return capture(e, B);
+    }
+    ENG_CUDA(cudaGraphLaunch(e->graphs[B], e->stream));
+    return SWIN_OK;
+}
+
+// ---- device choice
+
+static swin_status pick_device(int index) {
+    int driver = 0, runtime = 0, n = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    if (driver == 0)
+        return swin_fail(SWIN_ERR_NO_DEVICE, "no CUDA driver (libcuda was not found: is the NVIDIA driver installed?)");
+    cudaError_t ce = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    if (ce == cudaErrorInsufficientDriver)
+        return swin_fail(SWIN_ERR_NO_DEVICE, "no usable GPU: the CUDA driver (%d.%d) is older than the runtime (%d.%d)",
+                         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    if (ce == cudaErrorNoDevice || (ce == cudaSuccess && n == 0))
+        return swin_fail(SWIN_ERR_NO_DEVICE, "no GPU found (CUDA driver %d.%d sees no device)",
+                         driver / 1000, driver % 1000 / 10);
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_NO_DEVICE, "no usable GPU: cudaGetDeviceCount: %s", cudaGetErrorString(ce));
+    if (index < 0 || index >= n)
+        return swin_fail(SWIN_ERR_NO_DEVICE, "cuda:%d does not exist (%d GPU%s)", index, n, n == 1 ? "" : "s");
+    return SWIN_OK;
+}
+
+// ---- create / free
+
+static swin_status setup(swin_engine *e) {
+    ENG_CUDA(cudaSetDevice(e->dev));
+    ENG_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    e->owns_stream = 1;
+    size_t total = 0;
+    SWIN_TRY(swin_arena_plan(e, NULL, &total));
+    cudaError_t ce = cudaMalloc((void **)&e->arena, total);
+    if (ce != cudaSuccess) {
+        size_t free_b = 0, all_b = 0;
+        cudaGetLastError();
+        e->arena = NULL;
+        cudaMemGetInfo(&free_b, &all_b);
+        return swin_fail(SWIN_ERR_MEMORY, "cuda:%d: cannot allocate the %.1f MiB arena for max batch %d "
+                         "(%.1f MiB free of %.1f MiB): %s", e->dev, total / 1048576.0, e->opt.max_batch,
+                         free_b / 1048576.0, all_b / 1048576.0, cudaGetErrorString(ce));
+    }
+    e->arena_bytes = total;
+    SWIN_TRY(swin_arena_plan(e, e->arena, &total));
+    SWIN_TRY(swin_gemm_create(&e->gemm, e->opt.precision, e->gemm_ws, e->gemm_ws_bytes));
+    return swin_arena_upload(e);
+}
+
+swin_status swin_engine_create(const swin_model *m, const swin_session_options *o, swin_engine **out) {
+    if (!m || !o || !out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_create: NULL argument");
+    *out = NULL;
+    if ((unsigned)o->precision > SWIN_BF16)
+        return swin_fail(SWIN_ERR_ARGUMENT, "unknown precision %d", (int)o->precision);
+    if (o->attention != SWIN_ATTN_FUSED && o->attention != SWIN_ATTN_UNFUSED)
+        return swin_fail(SWIN_ERR_ARGUMENT, "unknown attention implementation %d", (int)o->attention);
+    if (o->max_batch < 1) return swin_fail(SWIN_ERR_ARGUMENT, "max batch %d must be at least 1", o->max_batch);
+    SWIN_TRY(pick_device(o->device_index));
+    const char *sync = getenv("SWIN_CUDA_SYNC");
+    if (sync && *sync && strcmp(sync, "0") != 0) swin_cuda_debug_sync = 1;
+
+    swin_engine *e = calloc(1, sizeof *e);
+    if (!e) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    e->m = m;
+    e->opt = *o;
+    e->dt = swin_precision_dtype(o->precision);
+    e->dev = o->device_index;
+    int ok = (e->graphs = calloc((size_t)o->max_batch + 1, sizeof *e->graphs)) != NULL;
+    for (int s = 0; s < m->cfg.num_stages && ok; s++)
+        ok = (e->w.st[s].blocks = calloc((size_t)m->w.stages[s].depth + 1, sizeof(swin_dblock))) != NULL;
+    swin_status st = ok ? setup(e) : swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    if (st != SWIN_OK) {
+        swin_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return SWIN_OK;
+}
+
+void swin_engine_free(swin_engine *e) {
+    if (!e) return;
+    cudaSetDevice(e->dev);
+    if (e->stream) cudaStreamSynchronize(e->stream);
+    for (int b = 0; e->graphs && b <= e->opt.max_batch; b++)
+        if (e->graphs[b]) cudaGraphExecDestroy(e->graphs[b]);
+    swin_gemm_free(e->gemm);
+    if (e->arena) cudaFree(e->arena);
+    if (e->owns_stream) cudaStreamDestroy(e->stream);
+    for (int s = 0; s < SWIN_MAX_STAGES; s++) free(e->w.st[s].blocks);
+    free(e->graphs);
+    free(e);
+}
+
+// ---- forward from and to the host
+
+swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits) {
+    if (!e || !input || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_forward: NULL argument");
+    if (B < 1 || B > e->opt.max_batch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
+                         B, e->opt.max_batch);
+    const swin_config *c = &e->m->cfg;
+    size_t in_bytes = (size_t)B * 3 * c->img_size * c->img_size * sizeof(float);
+    size_t out_bytes = (size_t)B * c->num_classes * sizeof(float);
+    ENG_CUDA(cudaSetDevice(e->dev));
+    ENG_CUDA(cudaMemcpyAsync(e->input, input, in_bytes, cudaMemcpyHostToDevice, e->stream));
+    SWIN_TRY(swin_engine_enqueue(e, B));
+    ENG_CUDA(cudaMemcpyAsync(logits, e->logits, out_bytes, cudaMemcpyDeviceToHost, e->stream));
+    cudaError_t ce = cudaStreamSynchronize(e->stream);
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "forward of batch %d on cuda:%d failed: %s (SWIN_CUDA_SYNC=1 names the op)",
+                         B, e->dev, cudaGetErrorString(ce));
+    return SWIN_OK;
+}
+
+swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size) {
+    if (!e || !buf || !size) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_describe: NULL argument");
+    swin_arena_describe(e, buf, size);
+    return SWIN_OK;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cli_gpu_verify.sh - `swin verify --device cuda` on every tests/data/ref_*/ fixture in every
+# precision (verify's default tolerances: fp32 1e-4, tf32/fp16 5e-3, bf16 3e-2, top-1 agreement),
+# plus fp16 with --attention unfused and fp16 with --graphs off. Checks that each run exits 0 and
+# that its last line starts with PASS. Exits 77 (skipped) only when the first verify reports that
+# there is no usable GPU; any other failure fails the test.
+#   usage: cli_gpu_verify.sh SWIN_BINARY SOURCE_DIR [BUILD_DIR]
+set -u
+swin=$1
+src=$2
+shopt -s nullglob
+refs=("$src"/tests/data/ref_*/)
+if [ ${#refs[@]} -eq 0 ]; then
+  echo "cli_gpu_verify: no fixtures under $src/tests/data/ref_*/"
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0 first=1
+
+# verify DIR [extra flags...]
+verify() {
+  local dir=${1%/}
+  shift
+  local name rc last
+  name="$(basename "$dir") $*"
+  "$swin" verify --model "$dir" --reference "$dir/reference.safetensors" --device cuda "$@" \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $first = 1 ]; then
+    first=0
+    if [ $rc -ne 0 ] && grep -qE "no CUDA driver|no GPU found|no usable GPU|built without CUDA" "$tmp/err" "$tmp/out"; then
+      echo "cli_gpu_verify: skipped: $(head -n1 "$tmp/err")"
+      exit 77
+    fi
+  fi
+  last=$(tail -n1 "$tmp/out")
+  if [ $rc -eq 0 ] && [[ $last == PASS* ]]; then
+    echo "ok   $name: $last"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name (exit $rc)"
+    sed 's/^/    /' "$tmp/out" "$tmp/err"
+    failed=$((failed + 1))
+  fi
+}
+
+for dir in "${refs[@]}"; do
+  for p in fp32 tf32 fp16 bf16; do verify "$dir" --precision "$p"; done
+  verify "$dir" --precision fp16 --attention unfused
+  verify "$dir" --precision fp16 --graphs off
+done
+
+echo "cli_gpu_verify: $passed passed, $failed failed"
+[ $failed -eq 0 ] && [ $passed -gt 0 ]

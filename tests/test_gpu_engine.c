@@ -1,0 +1,179 @@
+/* test_gpu_engine.c - the CUDA engine against the CPU reference, whole models.
+ *
+ * Two tiny random models (a V1 with absolute position embedding, 2 stages, shift and no-shift
+ * blocks; a V2 with 3 stages and a window clamped to the resolution) run on the CPU reference
+ * session and on the GPU in fp32, tf32, fp16 and bf16, fused and unfused attention, graphs on and
+ * off, batches 1 and 3. Checks: logits rel error max|d|/max|ref| within fp32 1e-4, tf32/fp16 5e-3,
+ * bf16 3e-2; the same input twice gives bit-identical logits (graph replay after the first,
+ * un-captured run); switching batch sizes works; batch > max_batch is refused; an absent device
+ * index is refused with a message; the memory plan describes itself.
+ * Exits 77 when there is no usable GPU.  Run: ctest -R test_gpu_engine
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "testutil.h"
+
+#define MAXB 3
+
+typedef struct {
+    const char *name;
+    int version, img, patch, window, embed, stages, depths[4], heads[4], ape, classes;
+    float mlp;
+} tiny_cfg;
+
+static const tiny_cfg MODELS[] = {
+    /* res 14 (window 7, shift 3) then 7 == window (no shift); head_dim 16 */
+    {"tiny_v1", 1, 56, 4, 7, 48, 2, {2, 1}, {3, 6}, 1, 10, 4.0f},
+    /* res 16 (window 8, shift 4), 8 == window, 4 < window (clamped); head_dim 32 */
+    {"tiny_v2", 2, 64, 4, 8, 32, 3, {2, 2, 1}, {1, 2, 4}, 0, 16, 2.0f},
+};
+
+static const double TOL[4] = {1e-4, 5e-3, 5e-3, 3e-2};   /* fp32, tf32, fp16, bf16 */
+
+static swin_status make_model(const tiny_cfg *t, swin_model **out) {
+    swin_config c;
+    memset(&c, 0, sizeof c);
+    c.version = t->version;
+    snprintf(c.arch, sizeof c.arch, "%s", t->name);
+    c.img_size = t->img;
+    c.patch_size = t->patch;
+    c.in_chans = 3;
+    c.embed_dim = t->embed;
+    c.num_stages = t->stages;
+    for (int s = 0; s < t->stages; s++) {
+        c.depths[s] = t->depths[s];
+        c.num_heads[s] = t->heads[s];
+    }
+    c.window_size = t->window;
+    c.mlp_ratio = t->mlp;
+    c.qkv_bias = 1;
+    c.ln_eps = 1e-5f;
+    c.ape = t->ape;
+    c.num_classes = t->classes;
+    for (int i = 0; i < 3; i++) { c.mean[i] = 0.5f; c.std[i] = 0.25f; }
+    return swin_model_random_config(&c, 1234 + t->version, out);
+}
+
+static double rel_err(const float *got, const float *ref, size_t n) {
+    double m = tu_max_abs(ref, n);
+    return tu_max_abs_diff(got, ref, n) / (m > 0 ? m : 1);
+}
+
+/* One GPU configuration: batch 1, batch 3, batch 3 again (replay), batch 1 again, batch 4. */
+static int run_config(const swin_model *m, const float *input, const float *ref, int classes,
+                      swin_precision p, swin_attention attn, int graphs, const char *name) {
+    swin_session_options o = swin_session_options_default();
+    o.device = SWIN_DEVICE_CUDA;
+    o.precision = p;
+    o.attention = attn;
+    o.graphs = graphs;
+    o.max_batch = MAXB;
+    swin_session *s = NULL;
+    swin_status st = swin_session_create(m, &o, &s);
+    if (st == SWIN_ERR_NO_DEVICE) return st;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %s graphs %s", name, swin_precision_str(p),
+             attn == SWIN_ATTN_FUSED ? "fused" : "unfused", graphs ? "on" : "off");
+    if (!CHECK(st == SWIN_OK, "%s: create: %s", what, swin_last_error())) return st;
+
+    size_t n3 = (size_t)MAXB * classes;
+    float *a1 = calloc(classes, sizeof(float)), *b1 = calloc(classes, sizeof(float));
+    float *a3 = calloc(n3, sizeof(float)), *b3 = calloc(n3, sizeof(float));
+    float *big = calloc((size_t)(MAXB + 1) * classes, sizeof(float));
+    st = swin_forward(s, input, 1, a1);
+    CHECK(st == SWIN_OK, "%s: batch 1: %s", what, swin_last_error());
+    st = swin_forward(s, input, MAXB, a3);
+    CHECK(st == SWIN_OK, "%s: batch %d: %s", what, MAXB, swin_last_error());
+    st = swin_forward(s, input, MAXB, b3);
+    CHECK(st == SWIN_OK, "%s: batch %d again: %s", what, MAXB, swin_last_error());
+    st = swin_forward(s, input, 1, b1);
+    CHECK(st == SWIN_OK, "%s: batch 1 again: %s", what, swin_last_error());
+
+    double e1 = rel_err(a1, ref, classes), e3 = rel_err(a3, ref, n3);
+    CHECK(e1 <= TOL[p], "%s: batch 1 rel error %.3g > %.3g", what, e1, TOL[p]);
+    CHECK(e3 <= TOL[p], "%s: batch %d rel error %.3g > %.3g", what, MAXB, e3, TOL[p]);
+    CHECK(!memcmp(a3, b3, n3 * sizeof(float)), "%s: batch %d twice differs (max %.3g)", what, MAXB,
+          tu_max_abs_diff(a3, b3, n3));
+    CHECK(!memcmp(a1, b1, classes * sizeof(float)), "%s: batch 1 twice differs (max %.3g)", what,
+          tu_max_abs_diff(a1, b1, classes));
+    CHECK(swin_forward(s, input, MAXB + 1, big) == SWIN_ERR_ARGUMENT, "%s: batch %d above max batch %d accepted",
+          what, MAXB + 1, MAXB);
+    printf("  %-34s rel error batch 1 %.2e, batch %d %.2e (tol %.0e)\n", what, e1, MAXB, e3, TOL[p]);
+    free(a1); free(b1); free(a3); free(b3); free(big);
+    swin_session_free(s);
+    return SWIN_OK;
+}
+
+static int test_model(const tiny_cfg *t) {
+    swin_model *m = NULL;
+    if (!CHECK(make_model(t, &m) == SWIN_OK, "%s: %s", t->name, swin_last_error())) return SWIN_OK;
+    int classes = t->classes;
+    size_t n_in = (size_t)MAXB * 3 * t->img * t->img;
+    float *input = malloc(n_in * sizeof(float)), *ref = calloc((size_t)MAXB * classes, sizeof(float));
+    tu_fill(input, n_in, -2.0f, 2.0f);
+
+    swin_session_options o = swin_session_options_default();   /* CPU fp32 reference */
+    o.max_batch = MAXB;
+    swin_session *cpu = NULL;
+    swin_status st = swin_session_create(m, &o, &cpu);
+    CHECK(st == SWIN_OK, "%s: cpu session: %s", t->name, swin_last_error());
+    if (st == SWIN_OK) {
+        CHECK(swin_forward(cpu, input, MAXB, ref) == SWIN_OK, "%s: cpu forward: %s", t->name, swin_last_error());
+        swin_session_free(cpu);
+    }
+    printf("%s: version %d, img %d, classes %d, max|logit| %.3g\n", t->name, t->version, t->img, classes,
+           tu_max_abs(ref, (size_t)MAXB * classes));
+
+    for (int p = SWIN_FP32; p <= SWIN_BF16 && st == SWIN_OK; p++)
+        for (int a = 0; a < 2 && st == SWIN_OK; a++)
+            for (int g = 1; g >= 0 && st == SWIN_OK; g--)
+                st = run_config(m, input, ref, classes, (swin_precision)p, (swin_attention)a, g, t->name);
+    free(input);
+    free(ref);
+    swin_model_free(m);
+    return st;
+}
+
+/* An absent device is refused with a message that names it; the plan describes itself. */
+static void test_device_and_plan(void) {
+    swin_model *m = NULL;
+    if (!CHECK(make_model(&MODELS[0], &m) == SWIN_OK, "model: %s", swin_last_error())) return;
+    swin_session_options o = swin_session_options_default();
+    o.device = SWIN_DEVICE_CUDA;
+    o.device_index = 1023;
+    swin_session *s = NULL;
+    swin_status st = swin_session_create(m, &o, &s);
+    CHECK(st == SWIN_ERR_NO_DEVICE && strstr(swin_last_error(), "cuda:1023 does not exist"),
+          "cuda:1023: status %d, message '%s'", (int)st, swin_last_error());
+    swin_session_free(s);
+    s = NULL;
+    o.device_index = 0;
+    o.precision = SWIN_FP16;
+    o.max_batch = 8;
+    st = swin_session_create(m, &o, &s);
+    CHECK(st == SWIN_OK, "plan session: %s", swin_last_error());
+    if (st == SWIN_OK) {
+        char buf[4096];
+        CHECK(swin_session_describe(s, buf, sizeof buf) == SWIN_OK, "describe: %s", swin_last_error());
+        CHECK(strstr(buf, "total") && strstr(buf, "max batch 8"), "plan lacks its total:\n%s", buf);
+        printf("%s", buf);
+        swin_session_free(s);
+    }
+    swin_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    (void)argc; (void)argv;
+    tu_seed(42);
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) {
+        if (test_model(&MODELS[i]) == SWIN_ERR_NO_DEVICE) {
+            printf("test_gpu_engine: skipped: %s\n", swin_last_error());
+            return TU_SKIP;
+        }
+    }
+    test_device_and_plan();
+    return tu_finish("test_gpu_engine");
+}
