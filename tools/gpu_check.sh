@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# gpu_check.sh - every correctness check that needs the GPU, as ONE command on a GPU machine:
+# build, the ctest suite, `swin verify --device cuda` on every fixture and precision, and
+# compute-sanitizer; logs into OUTDIR, one summary table printed last.
+#
+#   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--cpu-dry-run]
+#
+#   1. cJSON / stb: when not installed, the .debs/ packages are unpacked into a temporary prefix
+#   2. configure and build everything in build-gpu/ (build.log)
+#   3. ctest -L gpu, then the rest of the suite (ctest -LE gpu), so together the full suite
+#      runs once (ctest.log)
+#   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16,
+#      plus fp16 with --attention unfused and fp16 with --graphs off (verify.log)
+#   5. compute-sanitizer: memcheck (with leak check) over one fp16 verify; racecheck and memcheck
+#      over test_gpu_attention with SWIN_TEST_QUICK=1 (sanitizer.log)
+#   6. the summary table (also summary.txt): per fixture and precision the max abs error,
+#      relative error, top-1 and PASS/FAIL as `swin verify` prints them; ctest totals;
+#      sanitizer error counts; GPU and driver.
+# --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
+#   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
+# Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
+#   (seconds per compute-sanitizer run, default 150; a run cut short counts as failed).
+# OUTDIR: --out, else $OUT when set, else gpu-check-out. Exit 0 only when everything passed.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+dry=0 run_ctest=1 build="" out=${OUT:-gpu-check-out}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cpu-dry-run) dry=1 ;;
+    --no-ctest) run_ctest=0 ;;
+    --build-dir) build=${2:?--build-dir needs a value}; shift ;;
+    --out) out=${2:?--out needs a value}; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+build=${build:-build-gpu}
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rm -f "$out"/build.log "$out"/ctest.log "$out"/verify.log "$out"/sanitizer.log "$out"/summary.txt
+if [ $dry = 1 ]; then
+  device=cpu; variants=("fp32|--precision fp32")
+else
+  device=cuda
+  variants=("fp32|--precision fp32" "tf32|--precision tf32" "fp16|--precision fp16"
+            "bf16|--precision bf16" "fp16 unfused|--precision fp16 --attention unfused"
+            "fp16 graphs off|--precision fp16 --graphs off")
+fi
+failed=()
+T0=$SECONDS
+step() { echo "== $* ($((SECONDS - T0))s)"; }
+
+# ---- 1. dependencies
+prefix=
+if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/stb/stb_image.h ]; then
+  if ls .debs/*.deb >/dev/null 2>&1; then
+    mkdir -p "$work/deps"
+    for f in .debs/*.deb; do dpkg -x "$f" "$work/deps"; done
+    prefix=$work/deps/usr
+  fi
+fi
+
+# ---- 2. build
+step "build ($build)"
+build_ok=1
+cuda_arch=()
+[ $dry = 0 ] && cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-90}")
+{ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" \
+    ${prefix:+-DCMAKE_PREFIX_PATH="$prefix"} &&
+  cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1 || build_ok=0
+if [ $build_ok = 0 ] || [ ! -x "$build/swin" ]; then
+  build_ok=0
+  failed+=("build")
+  tail -n 40 "$out/build.log"
+fi
+
+# ---- 3. ctest
+# ctest_run NAME ARGS...: runs ctest, appends to ctest.log, leaves "NAME|passed|failed|skipped|total"
+ctest_run() {
+  local name=$1
+  shift
+  echo "######## ctest $*" >>"$out/ctest.log"
+  ctest --test-dir "$build" --output-on-failure --timeout 600 "$@" >"$work/ctest" 2>&1
+  local rc=$?
+  cat "$work/ctest" >>"$out/ctest.log"
+  local p f s t
+  p=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed +[0-9.]+ sec' "$work/ctest")
+  s=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*Skipped|^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Skipped +[0-9.]+ sec' "$work/ctest")
+  t=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$work/ctest")
+  f=$((t - p - s))
+  echo "$name|$p|$f|$s|$t|$rc" >>"$work/ctest.tsv"
+  [ $rc = 0 ] && [ $f = 0 ] || failed+=("$name")
+  # on the GPU machine a skipped GPU test means the GPU was not usable: that is a failure
+  [ $dry = 0 ] && [ "$s" != 0 ] && [[ $name == *"-L gpu"* ]] && failed+=("$name: $s skipped")
+}
+: >"$work/ctest.tsv"
+if [ $run_ctest = 1 ] && [ $build_ok = 1 ]; then
+  step "ctest -L gpu"
+  ctest_run "ctest -L gpu" -L gpu
+  step "ctest -LE gpu"
+  ctest_run "ctest -LE gpu (rest of the suite)" -LE gpu -j "$(nproc)"
+fi
+
+# ---- 4. swin verify on every fixture
+step "swin verify --device $device"
+: >"$work/verify.tsv"
+shopt -s nullglob
+fixtures=(tests/data/ref_*/)
+[ ${#fixtures[@]} = 0 ] && failed+=("no tests/data/ref_*/ fixtures")
+field() {  # field PHRASE FILE: the first word after PHRASE on its line
+  grep -m1 -E "^$1" "$2" | sed -E "s/^$1[: ]*//" | awk '{print $1}'
+}
+for dir in "${fixtures[@]}"; do
+  dir=${dir%/}
+  fx=$(basename "$dir")
+  for v in "${variants[@]}"; do
+    label=${v%%|*}
+    read -r -a flags <<<"${v#*|}"
+    rc=0
+    if [ $build_ok = 1 ]; then
+      timeout 300 "$build/swin" verify --model "$dir" --reference "$dir/reference.safetensors" \
+        --device "$device" "${flags[@]}" >"$work/v" 2>&1 || rc=$?
+    else
+      echo "FAIL not run: the build failed" >"$work/v"; rc=1
+    fi
+    { echo "######## $fx $label: swin verify --model $dir --device $device ${flags[*]} (exit $rc)"
+      cat "$work/v"; } >>"$out/verify.log"
+    last=$(grep -v '^[[:space:]]*$' "$work/v" | tail -n1)
+    verdict=FAIL
+    [ $rc = 0 ] && [[ $last == PASS* ]] && verdict=PASS
+    [ $verdict = PASS ] || failed+=("verify $fx $label")
+    printf '%s|%s|%s|%s|%s|%s|%s\n' "$fx" "$label" "$(field 'max abs error' "$work/v")" \
+      "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
+      "$verdict" "${last:0:60}" >>"$work/verify.tsv"
+  done
+done
+
+# ---- 5. compute-sanitizer
+: >"$work/san.tsv"
+# sanitize NAME TOOL CMD...: "NAME|exit|errors|summary line"
+sanitize() {
+  local name=$1 tool=$2
+  shift 2
+  local -a extra=()
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  echo "######## $name: compute-sanitizer --tool $tool ${extra[*]} $*" >>"$out/sanitizer.log"
+  local rc=0
+  timeout "${GPU_CHECK_SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$@" \
+    >"$work/s" 2>&1 || rc=$?
+  cat "$work/s" >>"$out/sanitizer.log"
+  local summary n
+  summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$work/s" | tail -n1 | sed 's/^=* *//')
+  n=$(echo "$summary" | grep -oE '[0-9]+ (error|hazard)' | head -n1 | awk '{print $1}')
+  [ -z "$summary" ] && summary="no summary line (exit $rc)"
+  echo "$name|$rc|${n:-?}|$summary" >>"$work/san.tsv"
+  [ $rc = 0 ] && [ "${n:-?}" = 0 ] || failed+=("$name")
+}
+if [ $dry = 0 ] && [ $build_ok = 1 ]; then
+  step "compute-sanitizer"
+  fx=tests/data/ref_timm_v1_w7
+  [ -d $fx ] || fx=${fixtures[0]%/}
+  if [ -n "$fx" ]; then
+    sanitize "memcheck: verify fp16 $(basename "$fx")" memcheck "$build/swin" verify \
+      --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp16
+  fi
+  if [ -x "$build/tests/test_gpu_attention" ]; then
+    export SWIN_TEST_QUICK=1
+    sanitize "racecheck: test_gpu_attention (quick)" racecheck "$build/tests/test_gpu_attention" "$root"
+    sanitize "memcheck: test_gpu_attention (quick)" memcheck "$build/tests/test_gpu_attention" "$root"
+    unset SWIN_TEST_QUICK
+  else
+    echo "no test_gpu_attention|-|?|not built" >>"$work/san.tsv"
+    failed+=("test_gpu_attention not built")
+  fi
+fi
+
+# ---- 6. summary, printed last
+step "summary"
+{
+  echo
+  echo "==== gpu_check summary ($( [ $dry = 1 ] && echo "CPU dry run" || echo GPU)) ===="
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1 |
+      sed 's/^/GPU: /; s/, /, driver /'
+  else
+    echo "GPU: none (nvidia-smi not found)"
+  fi
+  echo "build ($build): $([ $build_ok = 1 ] && echo ok || echo FAILED)"
+  echo
+  printf '%-24s %-16s %-12s %-12s %-7s %s\n' fixture precision "max abs err" "rel err" top-1 result
+  while IFS='|' read -r fx label mae rel top verdict last; do
+    printf '%-24s %-16s %-12s %-12s %-7s %s\n' "$fx" "$label" "${mae:--}" "${rel:--}" \
+      "${top:--}" "$verdict$([ "$verdict" = FAIL ] && echo ": $last")"
+  done <"$work/verify.tsv"
+  nv=$(wc -l <"$work/verify.tsv")
+  np=$(grep -c '|PASS|' "$work/verify.tsv")
+  echo "verify: $np of $nv PASS"
+  echo
+  if [ -s "$work/ctest.tsv" ]; then
+    while IFS='|' read -r name p f s t rc; do
+      echo "$name: $p passed, $f failed, $s skipped, of $t (exit $rc)"
+    done <"$work/ctest.tsv"
+  else
+    echo "ctest: not run"
+  fi
+  if [ -s "$work/san.tsv" ]; then
+    while IFS='|' read -r name rc n summary; do
+      echo "sanitizer $name: $n errors (exit $rc; $summary)"
+    done <"$work/san.tsv"
+  else
+    echo "sanitizers: not run$([ $dry = 1 ] && echo " (CPU dry run)")"
+  fi
+  echo
+  if [ ${#failed[@]} = 0 ]; then
+    echo "RESULT: PASS ($((SECONDS - T0))s)"
+  else
+    more=""
+    [ ${#failed[@]} -gt 8 ] && more="; ... and $((${#failed[@]} - 8)) more"
+    echo "RESULT: FAIL (${#failed[@]}): $(printf '%s; ' "${failed[@]:0:8}" | sed 's/; $//')$more"
+  fi
+} | tee "$out/summary.txt"
+[ ${#failed[@]} = 0 ]
