@@ -44,9 +44,10 @@ swin_status swin_session_create(const swin_model *m, const swin_session_options 
         s->scratch_floats = swin_forward_cpu_scratch(m, o->max_batch);
         s->scratch = malloc(s->scratch_floats * sizeof(float));
         if (!s->scratch) {
+            size_t mb = s->scratch_floats * sizeof(float) >> 20;
             free(s);
             return swin_fail(SWIN_ERR_MEMORY, "cannot allocate %zu MB of CPU activations for batch %d",
-                             s->scratch_floats * sizeof(float) >> 20, o->max_batch);
+                             mb, o->max_batch);
         }
     } else {
 #ifdef SWIN_HAVE_CUDA

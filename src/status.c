@@ -36,7 +36,7 @@ swin_status swin_fail_prefix(swin_status st, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, g_err, sizeof old);
-    snprintf(g_err, sizeof g_err, "%s: %s", prefix, old);
+    snprintf(g_err, sizeof g_err, "%.1000s: %.1000s", prefix, old);
     return st;
 }
 
