@@ -9,6 +9,7 @@ build=${BUILD_DIR:-$root/build}
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/stb/stb_image.h ] || need+=(libstb-dev)
 if [ ${#need[@]} -gt 0 ] && [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
