@@ -9,7 +9,6 @@
  */
 #define _XOPEN_SOURCE 700
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,20 +555,13 @@ static void test_corrupt(void) {
     }
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 int main(int argc, char **argv) {
     (void)argc; (void)argv;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/swin_malformed_XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 1; }
+    if (tu_tmpdir(g_dir, sizeof g_dir, "swin_malformed")) return 1;
     test_valid();
     test_corrupt();
     swin_model_free(g_src[1]);
     swin_model_free(g_src[2]);
-    if (!getenv("SWIN_KEEP_TMP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmtree(g_dir);
     return tu_finish("test_malformed");
 }

@@ -3,7 +3,6 @@
  * message fragment). Run: ctest -R test_safetensors, or build-dir/tests/test_safetensors SRC_DIR.
  */
 #define _XOPEN_SOURCE 700
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,19 +165,12 @@ static void test_rejections(void) {
     swin_st_close(f);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-
 int main(int argc, char **argv) {
     (void)argc; (void)argv;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/swin_st_XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-    if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 1; }
+    if (tu_tmpdir(g_dir, sizeof g_dir, "swin_st")) return 1;
     tu_seed(42);
     test_round_trip();
     test_rejections();
-    nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rmtree(g_dir);
     return tu_finish("test_safetensors");
 }

@@ -1,5 +1,9 @@
 /* testutil.c - see testutil.h */
+#define _XOPEN_SOURCE 700
 #include "testutil.h"
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,4 +101,20 @@ void tu_round_to(float *x, size_t n, int dtype) {
         if (dtype == 1) x[i] = tu_f16_to_f32(tu_f32_to_f16(x[i]));
         else if (dtype == 2) x[i] = tu_bf16_to_f32(tu_f32_to_bf16(x[i]));
     }
+}
+
+int tu_tmpdir(char *buf, size_t size, const char *prefix) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(buf, size, "%s/%s_XXXXXX", tmp && *tmp ? tmp : P_tmpdir, prefix);
+    if (!mkdtemp(buf)) { perror("mkdtemp"); return 1; }
+    return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+void tu_rmtree(const char *dir) {
+    if (!getenv("SWIN_KEEP_TMP")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -28,6 +28,10 @@ uint16_t tu_f32_to_bf16(float f);
 float tu_bf16_to_f32(uint16_t h);
 /* Round x[n] in place to what dtype 0 f32 / 1 f16 / 2 bf16 can hold (matches swin_dtype). */
 void tu_round_to(float *x, size_t n, int dtype);
+/* Make a fresh directory $TMPDIR/<prefix>_XXXXXX into buf; 0 on success. */
+int tu_tmpdir(char *buf, size_t size, const char *prefix);
+/* Remove a directory tree (kept when SWIN_KEEP_TMP is set, for debugging). */
+void tu_rmtree(const char *dir);
 /* Exit code for "no usable GPU": tests print why and return this. */
 #define TU_SKIP 77
 #endif
