@@ -307,13 +307,19 @@ static size_t png_header(uint8_t *b, uint32_t w, uint32_t h) {
     return 8 + 25;
 }
 
+/* tmp/dst <- the first num/den of dir/src's bytes */
+static void truncate_copy(const char *dir, const char *src, const char *tmp, const char *dst, size_t num,
+                          size_t den) {
+    static uint8_t buf[1 << 16];
+    char in[2048], out[2048];
+    snprintf(in, sizeof in, "%s/%s", dir, src);
+    snprintf(out, sizeof out, "%s/%s", tmp, dst);
+    write_file(out, buf, read_prefix(in, buf, sizeof buf) * num / den);
+}
+
 static void test_bad_images(const char *dir) {
-    /* under $TMPDIR, else the working directory (ctest runs tests in the build tree) */
-    char tmpl[1024];
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpl, sizeof tmpl, "%s/swin_test_preprocess_XXXXXX", base && *base ? base : ".");
-    const char *tmp = mkdtemp(tmpl);
-    if (!CHECK(tmp != NULL, "mkdtemp failed")) return;
+    char tmp[1024];
+    if (!CHECK(tu_tmpdir(tmp, sizeof tmp, "swin_test_preprocess") == 0, "cannot make a temp dir")) return;
     static uint8_t buf[1 << 16];
     char src[2048], path[2048];
     struct { const char *name, *expect; } cases[16];
@@ -322,35 +328,19 @@ static void test_bad_images(const char *dir) {
     CASE("missing.png", "No such file");
     snprintf(path, sizeof path, "%s/empty.jpg", tmp);
     write_file(path, "", 0), CASE("empty.jpg", "empty");
-    snprintf(src, sizeof src, "%s/grad_97x61.png", dir);
-    size_t n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated.png", tmp);
-    write_file(path, buf, n / 2), CASE("truncated.png", "PNG");
-    snprintf(src, sizeof src, "%s/photo_160x120_420.jpg", dir);
-    n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated.jpg", tmp);
-    write_file(path, buf, n * 6 / 10), CASE("truncated.jpg", "truncated JPEG");
+    truncate_copy(dir, "grad_97x61.png", tmp, "truncated.png", 1, 2), CASE("truncated.png", "PNG");
+    truncate_copy(dir, "photo_160x120_420.jpg", tmp, "truncated.jpg", 6, 10), CASE("truncated.jpg", "truncated JPEG");
+    truncate_copy(dir, "noise_300x200_progressive.jpg", tmp, "truncated_progressive.jpg", 1, 3),
+        CASE("truncated_progressive.jpg", "truncated JPEG");
     snprintf(src, sizeof src, "%s/noise_300x200_progressive.jpg", dir);
-    n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated_progressive.jpg", tmp);
-    write_file(path, buf, n / 3), CASE("truncated_progressive.jpg", "truncated JPEG");
-    n = read_prefix(src, buf, sizeof buf); /* still the progressive JPEG */
+    size_t n = read_prefix(src, buf, sizeof buf);
     for (size_t i = 2; i + 20 < n; i++)
         if (buf[i] == 0xFF && buf[i + 1] == 0xC4) { memset(buf + i + 5, 0x20, 16); break; } /* 512 codes */
     snprintf(path, sizeof path, "%s/bad_huffman.jpg", tmp);
     write_file(path, buf, n), CASE("bad_huffman.jpg", "corrupt JPEG");
-    snprintf(src, sizeof src, "%s/gif_45x35.gif", dir);
-    n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated.gif", tmp);
-    write_file(path, buf, n * 2 / 3), CASE("truncated.gif", "truncated GIF");
-    snprintf(src, sizeof src, "%s/bmp_50x40.bmp", dir);
-    n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated.bmp", tmp);
-    write_file(path, buf, n / 2), CASE("truncated.bmp", "truncated BMP");
-    snprintf(src, sizeof src, "%s/tga_30x20.tga", dir);
-    n = read_prefix(src, buf, sizeof buf);
-    snprintf(path, sizeof path, "%s/truncated.tga", tmp);
-    write_file(path, buf, n / 2), CASE("truncated.tga", "truncated");
+    truncate_copy(dir, "gif_45x35.gif", tmp, "truncated.gif", 2, 3), CASE("truncated.gif", "truncated GIF");
+    truncate_copy(dir, "bmp_50x40.bmp", tmp, "truncated.bmp", 1, 2), CASE("truncated.bmp", "truncated BMP");
+    truncate_copy(dir, "tga_30x20.tga", tmp, "truncated.tga", 1, 2), CASE("truncated.tga", "truncated");
     snprintf(path, sizeof path, "%s/huge.ppm", tmp);
     write_file(path, "P6\n# big\n20000 30\n255\n", 22), CASE("huge.ppm", "20000x30 pixels is too large");
     tu_seed(42);
@@ -377,7 +367,7 @@ static void test_bad_images(const char *dir) {
     swin_image img;
     CHECK(swin_image_load(tmp, &img) == SWIN_ERR_IMAGE && strstr(swin_last_error(), "directory"),
           "a directory is refused: %s", swin_last_error());
-    rmdir(tmp);
+    tu_rmtree(tmp);
 }
 
 static void test_extensions(void) {

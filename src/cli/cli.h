@@ -4,6 +4,8 @@
 #ifndef SWIN_CLI_H
 #define SWIN_CLI_H
 
+#include <string.h>
+
 #include "swin.h"
 
 #define EXIT_FAILED 1
@@ -14,6 +16,11 @@ int cmd_verify(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_preprocess(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+
+/* 1 when arg is the short or the long spelling of a flag (short may be NULL) */
+static inline int cli_flag(const char *arg, const char *short_name, const char *long_name) {
+    return (short_name && !strcmp(arg, short_name)) || !strcmp(arg, long_name);
+}
 
 /* "cpu", "cuda", "cuda:N" */
 int cli_parse_device(const char *s, swin_device *dev, int *index);

@@ -79,20 +79,19 @@ static int parse(int argc, char **argv, bench_args *a) {
     a->n_batches = 4;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
-#define FLAG(s, l) (!strcmp(f, s) || !strcmp(f, l))
 #define VALUE() if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
-        if (FLAG("-h", "--help")) { usage(stdout); return 1; }
-        else if (FLAG("-m", "--model")) { VALUE(); a->model = v; }
-        else if (FLAG("-a", "--arch")) { VALUE(); a->arch = v; }
-        else if (FLAG("-d", "--device")) {
+        if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
+        else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
+        else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (cli_flag(f, "-d", "--device")) {
             VALUE();
             if (cli_parse_device(v, &a->device, &a->device_index))
                 return cli_usage_error(CMD, "bad --device '%s' (expected cuda or cuda:N)", v);
             if (a->device != SWIN_DEVICE_CUDA) return cli_usage_error(CMD, "bench runs on the GPU: use --device cuda[:N]");
-        } else if (FLAG("-p", "--precision")) {
+        } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->precision) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
-        } else if (FLAG("-b", "--batch")) {
+        } else if (cli_flag(f, "-b", "--batch")) {
             VALUE();
             if (parse_batches(v, a))
                 return cli_usage_error(CMD, "bad --batch '%s' (expected up to %d sizes in [1, 65536], e.g. 1,8,64)", v, MAX_BATCHES);
@@ -106,7 +105,7 @@ static int parse(int argc, char **argv, bench_args *a) {
             if (!strcmp(v, "on")) a->graphs = 1;
             else if (!strcmp(v, "off")) a->graphs = 0;
             else return cli_usage_error(CMD, "bad --graphs '%s' (expected on or off)", v);
-        } else if (FLAG("-n", "--iters")) {
+        } else if (cli_flag(f, "-n", "--iters")) {
             VALUE();
             if (cli_parse_int(v, 1, 1000000, &a->iters)) return cli_usage_error(CMD, "bad --iters '%s'", v);
         } else if (!strcmp(f, "--warmup")) {
@@ -115,7 +114,6 @@ static int parse(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(f, "--breakdown")) a->breakdown = 1;
         else if (!strcmp(f, "--json")) a->json = 1;
         else return cli_usage_error(CMD, "unknown option '%s' (try swin bench --help)", f);
-#undef FLAG
 #undef VALUE
     }
     return 0;

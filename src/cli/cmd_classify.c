@@ -67,30 +67,30 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
 #define VALUE() do { if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE; } while (0)
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(stdout); return 1; }
+        if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
         else if (!strcmp(f, "--json")) a->json = 1;
-        else if (!strcmp(f, "-m") || !strcmp(f, "--model")) { VALUE(); a->model = v; }
-        else if (!strcmp(f, "-a") || !strcmp(f, "--arch")) { VALUE(); a->arch = v; }
-        else if (!strcmp(f, "-l") || !strcmp(f, "--list")) { VALUE(); a->list = v; }
+        else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
+        else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (cli_flag(f, "-l", "--list")) { VALUE(); a->list = v; }
         else if (!strcmp(f, "--preprocess")) {
             VALUE();
             swin_preprocess_style s;
             if (swin_preprocess_style_parse(v, &s) != SWIN_OK)
                 return cli_usage_error(CMD, "bad --preprocess '%s' (expected timm or hf)", v);
             a->style = v;
-        } else if (!strcmp(f, "-k") || !strcmp(f, "--top")) {
+        } else if (cli_flag(f, "-k", "--top")) {
             VALUE();
             if (cli_parse_int(v, 1, 1000000, &a->top))
                 return cli_usage_error(CMD, "bad --top '%s' (expected a positive integer)", v);
-        } else if (!strcmp(f, "-b") || !strcmp(f, "--batch")) {
+        } else if (cli_flag(f, "-b", "--batch")) {
             VALUE();
             if (cli_parse_int(v, 1, 4096, &a->batch))
                 return cli_usage_error(CMD, "bad --batch '%s' (expected an integer from 1 to 4096)", v);
-        } else if (!strcmp(f, "-d") || !strcmp(f, "--device")) {
+        } else if (cli_flag(f, "-d", "--device")) {
             VALUE();
             if (cli_parse_device(v, &a->device, &a->device_index))
                 return cli_usage_error(CMD, "bad --device '%s' (expected cpu, cuda or cuda:N)", v);
-        } else if (!strcmp(f, "-p") || !strcmp(f, "--precision")) {
+        } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->precision) != SWIN_OK)
                 return cli_usage_error(CMD, "bad --precision '%s' (expected fp32, tf32, fp16 or bf16)", v);

@@ -52,21 +52,21 @@ static int parse(int argc, char **argv, info_args *a) {
     a->precision = (swin_precision)-1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(stdout); return 1; }
+        if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
         else if (!strcmp(f, "--json")) a->json = 1;
-        else if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+        else if (cli_flag(f, "-m", "--model")) {
             if (!(a->model = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-        } else if (!strcmp(f, "-a") || !strcmp(f, "--arch")) {
+        } else if (cli_flag(f, "-a", "--arch")) {
             if (!(a->arch = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
-        } else if (!strcmp(f, "-d") || !strcmp(f, "--device")) {
+        } else if (cli_flag(f, "-d", "--device")) {
             if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
             if (cli_parse_device(v, &a->device, &a->device_index))
                 return cli_usage_error(CMD, "bad --device '%s' (expected cpu, cuda or cuda:N)", v);
-        } else if (!strcmp(f, "-b") || !strcmp(f, "--batch")) {
+        } else if (cli_flag(f, "-b", "--batch")) {
             if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
             if (cli_parse_int(v, 1, 65536, &a->batch))
                 return cli_usage_error(CMD, "bad --batch '%s' (expected an integer from 1 to 65536)", v);
-        } else if (!strcmp(f, "-p") || !strcmp(f, "--precision")) {
+        } else if (cli_flag(f, "-p", "--precision")) {
             if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
             if (swin_precision_parse(v, &a->precision) != SWIN_OK)
                 return cli_usage_error(CMD, "%s", swin_last_error());

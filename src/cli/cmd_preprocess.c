@@ -38,10 +38,10 @@ int cmd_preprocess(int argc, char **argv) {
     if (!images) return cli_usage_error(CMD, "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) { usage(stdout); free(images); return 0; }
-        else if (!strcmp(f, "-m") || !strcmp(f, "--model")) { if (!(model_path = cli_value(CMD, argc, argv, &i))) goto done; }
-        else if (!strcmp(f, "-a") || !strcmp(f, "--arch")) { if (!(arch = cli_value(CMD, argc, argv, &i))) goto done; }
-        else if (!strcmp(f, "-o") || !strcmp(f, "--out")) { if (!(out = cli_value(CMD, argc, argv, &i))) goto done; }
+        if (cli_flag(f, "-h", "--help")) { usage(stdout); free(images); return 0; }
+        else if (cli_flag(f, "-m", "--model")) { if (!(model_path = cli_value(CMD, argc, argv, &i))) goto done; }
+        else if (cli_flag(f, "-a", "--arch")) { if (!(arch = cli_value(CMD, argc, argv, &i))) goto done; }
+        else if (cli_flag(f, "-o", "--out")) { if (!(out = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (!strcmp(f, "--preprocess")) { if (!(style = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (f[0] == '-' && f[1]) { rc = cli_usage_error(CMD, "unknown option '%s' (try swin preprocess --help)", f); goto done; }
         else images[n++] = f;

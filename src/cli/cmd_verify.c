@@ -59,17 +59,16 @@ static int parse(int argc, char **argv, verify_args *a) {
     a->so = swin_session_options_default();
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
-#define FLAG(s, l) (!strcmp(f, s) || !strcmp(f, l))
 #define VALUE() if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
-        if (FLAG("-h", "--help")) { usage(stdout); return 1; }
-        else if (FLAG("-m", "--model")) { VALUE(); a->model = v; }
-        else if (FLAG("-r", "--reference")) { VALUE(); a->reference = v; }
-        else if (FLAG("-a", "--arch")) { VALUE(); a->arch = v; }
-        else if (FLAG("-d", "--device")) {
+        if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
+        else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
+        else if (cli_flag(f, "-r", "--reference")) { VALUE(); a->reference = v; }
+        else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (cli_flag(f, "-d", "--device")) {
             VALUE();
             if (cli_parse_device(v, &a->so.device, &a->so.device_index))
                 return cli_usage_error(CMD, "bad --device '%s' (expected cpu, cuda or cuda:N)", v);
-        } else if (FLAG("-p", "--precision")) {
+        } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->so.precision) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
         } else if (!strcmp(f, "--attention")) {
@@ -82,13 +81,12 @@ static int parse(int argc, char **argv, verify_args *a) {
             if (!strcmp(v, "on")) a->so.graphs = 1;
             else if (!strcmp(v, "off")) a->so.graphs = 0;
             else return cli_usage_error(CMD, "bad --graphs '%s' (expected on or off)", v);
-        } else if (FLAG("-t", "--tolerance")) {
+        } else if (cli_flag(f, "-t", "--tolerance")) {
             VALUE();
             if (cli_parse_float(v, &a->tolerance) || !(a->tolerance > 0))
                 return cli_usage_error(CMD, "bad --tolerance '%s' (expected a number > 0, e.g. 1e-4)", v);
         } else if (!strcmp(f, "--json")) a->json = 1;
         else return cli_usage_error(CMD, "unknown option '%s' (try swin verify --help)", f);
-#undef FLAG
 #undef VALUE
     }
     if (!a->model) return cli_usage_error(CMD, "--model PATH is required (try swin verify --help)");
