@@ -1,8 +1,12 @@
-/* act.cu - activation op (kernels/ops.h): x = GELU(x) (+ residual), the exact erf form of
- * PyTorch's nn.GELU(). swin_linear_cuda applies it after a cuBLASLt GEMM with the BIAS epilogue,
- * because cuBLASLt's GELU epilogue is the tanh approximation (a later fusion could move this into
- * a custom GEMM epilogue). 16-byte packs when n and the pointers allow.
- * Test: tests/test_gpu_kernels.c (cases "gelu"), tests/test_gpu_gemm.c (fc1 shapes).
+/* act.cu - activation op (kernels/ops.h): x = GELU(x) (+ residual), the erf form of PyTorch's
+ * nn.GELU() (not the tanh approximation), computed in fp32 like PyTorch's fp16/bf16 kernels:
+ * 0.5 x (1 + erff(x / sqrt 2)). It runs after the fc1 GEMM (cuBLASLt's GELU epilogue is the tanh
+ * approximation). 16-byte packs when n and the pointers allow.
+ * Cost: the kernel issues ~60 instructions per element (erff alone ~25), so it is bound by
+ * instruction issue more than by memory. Two cheaper erfc approximations (Abramowitz & Stegun
+ * 7.1.26, Numerical Recipes erfcc) were measured on an H200 and were not faster; the real fix is
+ * to fuse GELU into the fc1 GEMM's epilogue (a GEMM of our own), not done yet.
+ * Test: tests/test_gpu_kernels.c (cases "gelu" and "gelu ulp"), tests/test_gpu_gemm.c (fc1 shapes).
  */
 #include "row.cuh"
 

@@ -12,9 +12,17 @@
  * nn.GELU, so GELU is the BIAS epilogue followed by swin_gelu_cuda (kernels/act.cu), which also
  * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference). Fusing the
  * erf GELU into the GEMM epilogue is left for later.
- * Plans: matmul descriptor, layouts and the heuristic's best algorithm, cached per (M, K, N, act,
- * bias, residual, pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the
- * heuristic, replays and graph captures only look the plan up.
+ * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
+ * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
+ * replays and graph captures only look the plan up.
+ * Tuning: the heuristic's first choice is often not the fastest for Swin's skinny shapes (K or N
+ * of 96..768 against M of up to 800k rows). So the first un-captured call of a shape times the
+ * heuristic's top candidates (up to GEMM_CANDIDATES, each GEMM_TUNE_REPS runs after one warm-up)
+ * on its real inputs, writing into a temporary output (the real output and a residual that
+ * aliases it are untouched), and keeps the fastest. Different algorithms may round differently in
+ * the last bits; SWIN_GEMM_TUNE=0 in the environment keeps the heuristic's first choice (then
+ * the choice is deterministic). When the temporary output cannot be allocated, the heuristic's
+ * choice stays.
  * The cublasHandle_t of swin_gemm_cublas() follows the precision (TF32 math only for SWIN_TF32);
  * cublasSetStream resets its workspace, so its user sets the stream (and a workspace) itself.
  * Test: tests/test_gpu_gemm.c.
@@ -49,12 +57,17 @@
                              cublasLtGetStatusString(lt_s_));                                      \
     } while (0)
 
+#define GEMM_CANDIDATES 8
+#define GEMM_TUNE_REPS 5
+
 typedef struct {
     int M, K, N, act, has_bias, has_res;   /* has_res: residual fused as C (beta = 1) */
     uint32_t align[5];                     /* A (w), B (in), C, D (out), bias: bytes, <= 256 */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lcd;    /* lcd serves C and D */
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo;             /* the one used */
+    cublasLtMatmulAlgo_t cand[GEMM_CANDIDATES];   /* the heuristic's, best first */
+    int n_cand, tuned;
 } gemm_plan;
 
 struct swin_gemm {
@@ -66,6 +79,7 @@ struct swin_gemm {
     cublasHandle_t blas;
     void *ws;
     size_t ws_bytes;
+    int tune;                              /* time the candidates (SWIN_GEMM_TUNE != 0) */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -95,9 +109,9 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     cublasLtEpilogue_t epi = p->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     uint64_t ws = g->ws_bytes;
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
     int found = 0;
-    memset(&res, 0, sizeof res);
+    memset(res, 0, sizeof res);
 
     LT_GO(cublasLtMatmulDescCreate(&p->desc, g->compute, CUDA_R_32F));
     LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -120,8 +134,12 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; i++)
         LT_GO(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &p->align[i], sizeof p->align[i]));
-    LT_GO(cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->lcd, p->lcd, pref, 1, &res, &found));
-    if (found < 1) {
+    LT_GO(cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->lcd, p->lcd, pref, GEMM_CANDIDATES,
+                                         res, &found));
+    p->n_cand = 0;
+    for (int i = 0; i < found && i < GEMM_CANDIDATES; i++)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS) p->cand[p->n_cand++] = res[i].algo;
+    if (p->n_cand < 1) {
         st = swin_fail(SWIN_ERR_UNSUPPORTED,
                        "swin_linear_cuda: cuBLASLt has no algorithm for M %d, K %d, N %d (%s, bias %d, "
                        "residual %d, alignments %u/%u/%u/%u)", p->M, p->K, p->N,
@@ -129,7 +147,8 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
                        p->align[2], p->align[3]);
         goto fail;
     }
-    p->algo = res.algo;
+    p->algo = p->cand[0];
+    p->tuned = p->n_cand == 1;
     cublasLtMatmulPreferenceDestroy(pref);
     return SWIN_OK;
 fail:
@@ -191,6 +210,8 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->prec = prec;
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
+    const char *tune = getenv("SWIN_GEMM_TUNE");
+    g->tune = !(tune && strcmp(tune, "0") == 0);
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
     switch (prec) {
     case SWIN_FP32: g->dt = SWIN_DT_F32, g->data_type = CUDA_R_32F, g->compute = CUBLAS_COMPUTE_32F; break;
@@ -246,6 +267,64 @@ swin_status swin_gemm_prepare(swin_gemm *g, int M, int K, int N, swin_act act, i
     return plan_get(g, &key, has_bias ? aligned : NULL, &p);
 }
 
+/* Time p's candidates on the real inputs into a temporary D; keep the fastest in p->algo.
+ * Skipped (retried on a later call) while the stream is being captured. */
+static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
+                             cudaStream_t st) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return SWIN_OK;
+    }
+    p->tuned = 1;
+    void *d = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&d, (size_t)p->M * p->N * swin_dtype_size(g->dt)) != cudaSuccess) {
+        cudaGetLastError();   /* no room for a scratch output: keep the heuristic's choice */
+        return SWIN_OK;
+    }
+    swin_status st_ = SWIN_OK;
+    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
+    const void *cc = p->has_res ? c : d;
+    float best = -1.0f;
+    int best_i = 0;
+    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+        st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: cudaEventCreate failed while tuning");
+        goto done;
+    }
+    for (int i = 0; i < p->n_cand; i++) {
+        const cublasLtMatmulAlgo_t *a = &p->cand[i];
+        /* a candidate that refuses these operands is skipped, not an error */
+        if (cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, cc, p->lcd, d, p->lcd, a, g->ws,
+                           g->ws_bytes, st) != CUBLAS_STATUS_SUCCESS)
+            continue;
+        int ok = cudaEventRecord(e0, st) == cudaSuccess;
+        for (int r = 0; ok && r < GEMM_TUNE_REPS; r++)
+            ok = cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, cc, p->lcd, d, p->lcd, a,
+                                g->ws, g->ws_bytes, st) == CUBLAS_STATUS_SUCCESS;
+        float ms = 0.0f;
+        ok = ok && cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+             cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+        if (!ok) {
+            cudaError_t ce = cudaStreamSynchronize(st);   /* a sticky fault is an error; else skip */
+            if (ce != cudaSuccess) {
+                st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: tuning M %d K %d N %d: %s", p->M, p->K, p->N,
+                                cudaGetErrorString(ce));
+                goto done;
+            }
+            continue;
+        }
+        if (best < 0 || ms < best) best = ms, best_i = i;
+    }
+    p->algo = p->cand[best_i];
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaStreamSynchronize(st);
+    cudaFree(d);
+    return st_;
+}
+
 swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                              const void *residual, int M, int K, int N, swin_act act,
                              swin_gemm *g, cudaStream_t st) {
@@ -270,6 +349,7 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     if (bias) LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, st));
     LT_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out, p->lcd,
                           &p->algo, g->ws, g->ws_bytes, st));
     if (swin_cuda_debug_sync) {

@@ -12,6 +12,7 @@
 
 template <typename T> struct ln_map {   /* out[r] = LN(in[r]); out may alias in */
     static constexpr bool kAccumulate = false;
+    static constexpr bool kAddThenNorm = false;
     const T *in;
     T *out;
     int C;
@@ -21,6 +22,7 @@ template <typename T> struct ln_map {   /* out[r] = LN(in[r]); out may alias in 
 
 template <typename T> struct ln_residual_map {   /* x[r] += LN(y[r]) */
     static constexpr bool kAccumulate = true;
+    static constexpr bool kAddThenNorm = false;
     const T *y;
     T *x;
     int C;

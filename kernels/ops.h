@@ -46,6 +46,10 @@ swin_status swin_ln_shift_partition_cuda(void *win, const void *x, const float *
 swin_status swin_window_reverse_residual_cuda(void *x, const void *win, const float *ln_w,
                                               const float *ln_b, const swin_dims *d, swin_dtype dt,
                                               cudaStream_t st);
+/* x += roll(reverse(win), +shift); out = LN(x) (V1: attention residual then norm2, one pass) */
+swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, const void *win, const float *ln_w,
+                                                 const float *ln_b, const swin_dims *d, swin_dtype dt,
+                                                 cudaStream_t st);
 
 /* ---- patch embedding and merging (kernels/patch.cu) */
 /* img is fp32 [B,3,H,W]; cols in dt */

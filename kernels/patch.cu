@@ -9,7 +9,11 @@
  */
 #include "row.cuh"
 
-// ---- im2col: one thread per output element (writes coalesced, reads contiguous along kx)
+// ---- im2col
+// General: one thread per output element. Patch 4 (every Swin preset), W % 4 == 0 and W <= 1024:
+// one block per band of 4 image rows of one image; the band (3 channels x 4 rows x W, fp32) is
+// read with coalesced 16-byte loads into shared memory, then the band's wp patch rows, which are
+// contiguous in cols, are written out with coalesced packs of 4 columns.
 
 template <typename T>
 static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__restrict__ img, int B,
@@ -26,8 +30,36 @@ static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__
     }
 }
 
+#define IM2COL4_MAX_W 1000   /* 12 * (W + 4) floats of shared memory, under 48 KiB */
+
+template <typename T>
+static __global__ void im2col_patch4_kernel(T *__restrict__ cols, const float *__restrict__ img, int H, int W) {
+    /* [3 * 4][W + 4]: the (c, ky) rows of the band, padded by 4 floats against bank conflicts */
+    extern __shared__ float4 band4[];
+    const int hp = H / 4, wp = W / 4, ld4 = wp + 1, band_idx = blockIdx.x;   /* (b, py) */
+    const int b = band_idx / hp, py = band_idx - b * hp;
+    for (int i = threadIdx.x; i < 12 * wp; i += blockDim.x) {
+        const int cq = i / wp, x4 = i - cq * wp, c = cq >> 2, ky = cq & 3;
+        band4[cq * ld4 + x4] = __ldg(reinterpret_cast<const float4 *>(img + (((size_t)b * 3 + c) * H + py * 4 + ky) * W) + x4);
+    }
+    __syncthreads();
+    T *out = cols + (size_t)band_idx * wp * 48;   /* the band's wp rows of 48 columns */
+    for (int q = threadIdx.x; q < wp * 12; q += blockDim.x) {   /* q: 4 columns (c, ky, 0..3) of row px */
+        const int px = q / 12, cq = q - px * 12;
+        const float4 f = band4[cq * ld4 + px];
+        float v[4] = {f.x, f.y, f.z, f.w};
+        pack_store<T, 4>(out + (size_t)q * 4, v);
+    }
+}
+
 template <typename T>
 static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W, int p, cudaStream_t st) {
+    if (p == 4 && W % 4 == 0 && W <= IM2COL4_MAX_W && swin_aligned16(img) && swin_aligned16(cols)) {
+        const size_t smem = (size_t)12 * (W + 4) * sizeof(float);
+        im2col_patch4_kernel<T><<<(unsigned)(B * (H / 4)), 256, smem, st>>>(cols, img, H, W);
+        SWIN_LAUNCH_CHECK("im2col_patch4_kernel", st);
+        return SWIN_OK;
+    }
     const size_t n = (size_t)B * (H / p) * (W / p) * 3 * p * p;
     im2col_patch_kernel<T><<<swin_grid_for(n), 256, 0, st>>>(cols, img, B, H, W, p);
     SWIN_LAUNCH_CHECK("im2col_patch_kernel", st);
@@ -65,6 +97,7 @@ static swin_status add_pos_launch(T *x, const T *pos, int B, int L, int C, cudaS
 
 template <typename T> struct merge_map {
     static constexpr bool kAccumulate = false;
+    static constexpr bool kAddThenNorm = false;
     const T *x;
     T *out;
     int res, C;

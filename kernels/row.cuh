@@ -47,6 +47,14 @@ __device__ __forceinline__ void pack_store(T *p, const float (&src)[V]) {
     *reinterpret_cast<swin_pack<T, V> *>(p) = pk;
 }
 
+/* v rounded to T and back (the value a store + load of T would give) */
+template <typename T>
+__device__ __forceinline__ float round_as(float v) {
+    T t[1];
+    store_f(t, 0, v);
+    return load_f(t, 0);
+}
+
 static inline int swin_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 // ---- argument checks shared by the op entries
@@ -72,6 +80,24 @@ static inline swin_status swin_check_ln(const char *op, const float *w, const fl
     if (!w || !b)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: LayerNorm %s is NULL", op, w ? "bias" : "weight");
     return SWIN_OK;
+}
+
+/* x = x * w[0..V) + b[0..V): 16-byte loads of the fp32 parameters when V % 4 == 0 (the
+ * launcher then guarantees 16-byte aligned w and b), else scalar */
+template <int V>
+__device__ __forceinline__ void ln_affine(float (&x)[V], const float *__restrict__ w, const float *__restrict__ b) {
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+        for (int k = 0; k < V; k += 4) {
+            const float4 wv = __ldg(reinterpret_cast<const float4 *>(w + k));
+            const float4 bv = __ldg(reinterpret_cast<const float4 *>(b + k));
+            x[k] = fmaf(x[k], wv.x, bv.x), x[k + 1] = fmaf(x[k + 1], wv.y, bv.y);
+            x[k + 2] = fmaf(x[k + 2], wv.z, bv.z), x[k + 3] = fmaf(x[k + 3], wv.w, bv.w);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) x[k] = fmaf(x[k], __ldg(w + k), __ldg(b + k));
+    }
 }
 
 // ---- group reductions
@@ -116,23 +142,34 @@ row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b,
     const int lane = threadIdx.x % LPR;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
     const bool valid = row < rows;
-    float x[NV][V];
+    float x[NV][V], y[NV][V];   /* y: the destination's old value (accumulating maps) */
 #pragma unroll
-    for (int i = 0; i < NV; i++) {
+    for (int i = 0; i < NV; i++) {   /* every load is issued before any arithmetic */
         const int e = (lane + LPR * i) * V;
-        if (valid && e < C) pack_load<T, V>(x[i], map.src(row, e));
-        else
+        const bool in = valid && e < C;
+        if (in) pack_load<T, V>(x[i], map.src(row, e));
+        if constexpr (Map::kAccumulate) {
+            if (in) pack_load<T, V>(y[i], map.dst(row, e));
+        }
+        if (!in)
 #pragma unroll
-            for (int k = 0; k < V; k++) x[i][k] = 0.f;
+            for (int k = 0; k < V; k++) x[i][k] = y[i][k] = 0.f;
+    }
+    if constexpr (Map::kAddThenNorm) {   /* dst = src + dst; out = LN(dst) */
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int e = (lane + LPR * i) * V;
+#pragma unroll
+            for (int k = 0; k < V; k++) x[i][k] = round_as<T>(x[i][k] + y[i][k]);
+            if (valid && e < C) pack_store<T, V>(map.dst(row, e), x[i]);
+        }
     }
     if (w) {   /* uniform branch: every lane takes it */
         row_normalize<V, NV, LPR>(x, C, lane, eps);
 #pragma unroll
         for (int i = 0; i < NV; i++) {
             const int e = (lane + LPR * i) * V;
-            if (e < C)
-#pragma unroll
-                for (int k = 0; k < V; k++) x[i][k] = x[i][k] * __ldg(w + e + k) + __ldg(b + e + k);
+            if (e < C) ln_affine<V>(x[i], w + e, b + e);
         }
     }
     if (!valid) return;
@@ -140,14 +177,15 @@ row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b,
     for (int i = 0; i < NV; i++) {
         const int e = (lane + LPR * i) * V;
         if (e >= C) continue;
-        T *p = map.dst(row, e);
-        if constexpr (Map::kAccumulate) {
-            float y[V];
-            pack_load<T, V>(y, p);
+        if constexpr (Map::kAddThenNorm) {
+            pack_store<T, V>(map.out(row, e), x[i]);
+        } else {
+            if constexpr (Map::kAccumulate) {
 #pragma unroll
-            for (int k = 0; k < V; k++) x[i][k] += y[k];
+                for (int k = 0; k < V; k++) x[i][k] += y[i][k];
+            }
+            pack_store<T, V>(map.dst(row, e), x[i]);
         }
-        pack_store<T, V>(p, x[i]);
     }
 }
 
@@ -157,8 +195,10 @@ template <int V_, int NV_, int LPR_> struct swin_row_cfg {
     static constexpr int V = V_, NV = NV_, LPR = LPR_;
 };
 
-/* Calls f(swin_row_cfg<...>{}) with the smallest configuration that holds a row of C values in
- * registers, at most 64 values per lane (beyond that ptxas spills).
+/* Calls f(swin_row_cfg<...>{}) with a configuration that holds a row of C values in registers,
+ * at most 64 values per lane (beyond that ptxas spills). Rows of 3 * 2^k packs (every Swin width:
+ * 96 * 2^k channels) use 3, 6 or 12 packs per lane so that no lane idles and each lane has several
+ * loads in flight; other widths the smallest power-of-two group that holds the row.
  * vec_ok: all base pointers are 16-byte aligned (then C % V == 0 selects 16-byte packs).
  * Returns 0 when C is too long: more than 2048 values, or 1024 when packs cannot be used. */
 template <typename T, class F>
@@ -166,7 +206,15 @@ static int swin_row_dispatch(int C, int vec_ok, F &&f) {
     constexpr int VV = swin_vec<T>::n, NV_MAX = 64 / VV;   /* 16 (fp32) or 8 (fp16, bf16) */
     if (vec_ok && C % VV == 0) {
         const int p = C / VV;
-        if (p <= 8) f(swin_row_cfg<VV, 1, 8>{});
+        if constexpr (NV_MAX >= 12) {   /* fp32 only: 48 values per lane */
+            if (p == 384) { f(swin_row_cfg<VV, 12, 32>{}); return 1; }
+        }
+        if (p == 12) f(swin_row_cfg<VV, 3, 4>{});
+        else if (p == 24) f(swin_row_cfg<VV, 3, 8>{});
+        else if (p == 48) f(swin_row_cfg<VV, 3, 16>{});
+        else if (p == 96) f(swin_row_cfg<VV, 3, 32>{});
+        else if (p == 192) f(swin_row_cfg<VV, 6, 32>{});
+        else if (p <= 8) f(swin_row_cfg<VV, 1, 8>{});
         else if (p <= 16) f(swin_row_cfg<VV, 1, 16>{});
         else if (p <= 32) f(swin_row_cfg<VV, 1, 32>{});
         else if (p <= 64) f(swin_row_cfg<VV, 2, 32>{});
@@ -192,30 +240,48 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
     if (row >= rows) return;   /* the whole warp shares the row */
     float mean = 0.f, rstd = 1.f, v[V];
+    if constexpr (Map::kAddThenNorm) {   /* dst = src + dst first; LN reads dst back below */
+        for (int e = lane * V; e < C; e += 32 * V) {
+            float y[V];
+            pack_load<T, V>(v, map.src(row, e));
+            pack_load<T, V>(y, map.dst(row, e));
+            for (int k = 0; k < V; k++) v[k] += y[k];
+            pack_store<T, V>(map.dst(row, e), v);
+        }
+    }
+    /* the row LN reads: src, or dst for kAddThenNorm (this lane's own writes just above) */
+    auto ln_src = [&](int e) -> const T * {
+        if constexpr (Map::kAddThenNorm) return map.dst(row, e);
+        else return map.src(row, e);
+    };
     if (w) {
         float s = 0.f, q = 0.f;
         for (int e = lane * V; e < C; e += 32 * V) {
-            pack_load<T, V>(v, map.src(row, e));
+            pack_load<T, V>(v, ln_src(e));
             for (int k = 0; k < V; k++) s += v[k];
         }
         mean = group_sum<32>(s) / (float)C;
         for (int e = lane * V; e < C; e += 32 * V) {
-            pack_load<T, V>(v, map.src(row, e));
+            pack_load<T, V>(v, ln_src(e));
             for (int k = 0; k < V; k++) q += (v[k] - mean) * (v[k] - mean);
         }
         rstd = rsqrtf(group_sum<32>(q) / (float)C + eps);
     }
     for (int e = lane * V; e < C; e += 32 * V) {
-        pack_load<T, V>(v, map.src(row, e));
+        pack_load<T, V>(v, ln_src(e));
         if (w)
             for (int k = 0; k < V; k++) v[k] = (v[k] - mean) * rstd * __ldg(w + e + k) + __ldg(b + e + k);
-        T *p = map.dst(row, e);
-        if constexpr (Map::kAccumulate) {
-            float y[V];
-            pack_load<T, V>(y, p);
-            for (int k = 0; k < V; k++) v[k] += y[k];
+        if constexpr (Map::kAddThenNorm) {
+            pack_store<T, V>(map.out(row, e), v);
+        } else {
+            T *p = map.dst(row, e);
+            if constexpr (Map::kAccumulate) {
+                float y[V];
+                pack_load<T, V>(y, p);
+                for (int k = 0; k < V; k++) v[k] += y[k];
+            }
+            pack_store<T, V>(p, v);
         }
-        pack_store<T, V>(p, v);
     }
 }
 
@@ -224,6 +290,7 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
 template <typename T, class Map>
 static swin_status swin_row_ln_launch(const char *name, const Map &map, int vec_ok, const float *w,
                                       const float *b, int rows, int C, float eps, cudaStream_t st) {
+    vec_ok = vec_ok && (!w || (swin_aligned16(w) && swin_aligned16(b)));   /* ln_affine's float4 loads */
     int in_regs = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
         typedef decltype(cfg) Cfg;
         const int per_block = SWIN_ROW_BLOCK / Cfg::LPR;

@@ -23,14 +23,26 @@ typedef enum {
     SWIN_OPS_GEMM = 0,       /* every linear layer */
     SWIN_OPS_ATTENTION,      /* window attention */
     SWIN_OPS_NORM,           /* layernorms, shift/partition/reverse, merge gather, pooling */
-    SWIN_OPS_OTHER,          /* im2col, position embedding, logit conversion */
+    SWIN_OPS_OTHER,          /* GELU, im2col, position embedding, logit conversion */
     SWIN_OPS_COUNT
 } swin_op_class;
+
+#define SWIN_PROFILE_MAX_OPS 40
+
+typedef struct {
+    const char *name;        /* e.g. "qkv", "attention", "gelu" */
+    swin_op_class cls;
+    int calls;               /* per forward */
+    double ms;               /* per forward, all calls */
+    double stage_ms[SWIN_MAX_STAGES];
+} swin_op_time;
 
 typedef struct {
     double class_ms[SWIN_OPS_COUNT];
     double stage_ms[SWIN_MAX_STAGES];  /* stage 0 includes the patch embedding, the last the head */
     double total_ms;
+    swin_op_time ops[SWIN_PROFILE_MAX_OPS];   /* by name, in order of first appearance */
+    int n_ops;
 } swin_engine_profile;
 
 /* GPU name, driver and runtime versions (e.g. 13000) of cuda:index. */

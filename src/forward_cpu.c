@@ -74,8 +74,7 @@ static void block_v1(const swin_block_w *w, const swin_dims *d, int hidden, cpu_
     swin_linear_cpu(s->qkv, s->win, &w->qkv, NULL, T, C, 3 * C, SWIN_ACT_NONE);
     swin_window_attention_cpu(s->win, s->qkv, w->bias_table, w->attn_scale, d);
     swin_linear_cpu(s->qkv, s->win, &w->proj, NULL, T, C, C, SWIN_ACT_NONE);
-    swin_window_reverse_residual_cpu(s->x, s->qkv, NULL, d);
-    swin_layernorm_cpu(s->win, s->x, &w->norm2, T, C, d->eps);
+    swin_window_reverse_residual_ln_cpu(s->x, s->win, s->qkv, &w->norm2, d);
     swin_linear_cpu(s->hid, s->win, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU);
     swin_linear_cpu(s->x, s->hid, &w->fc2, s->x, T, hidden, C, SWIN_ACT_NONE);
 }

@@ -69,6 +69,9 @@ void swin_window_attention_cpu(float *out, const float *qkv, const float *bias_t
                                const float *scale, const swin_dims *d);
 /* x [B, res, res, C] += LN?(roll(reverse(win), +shift)); win [B*nW, N, C]; ln NULL = no norm (V1) */
 void swin_window_reverse_residual_cpu(float *x, const float *win, const swin_ln_w *ln, const swin_dims *d);
+/* x += roll(reverse(win), +shift); out [B, res, res, C] = LN(x) (V1: residual, then norm2) */
+void swin_window_reverse_residual_ln_cpu(float *x, float *out, const float *win, const swin_ln_w *ln,
+                                         const swin_dims *d);
 
 /* ---- patch merging and head */
 /* out [B*(res/2)^2, 4C] <- 2x2 gather of x [B, res, res, C] in timm order

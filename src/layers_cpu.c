@@ -132,6 +132,12 @@ void swin_window_reverse_residual_cpu(float *x, const float *win, const swin_ln_
         }
 }
 
+void swin_window_reverse_residual_ln_cpu(float *x, float *out, const float *win, const swin_ln_w *ln,
+                                         const swin_dims *d) {
+    swin_window_reverse_residual_cpu(x, win, NULL, d);
+    swin_layernorm_cpu(out, x, ln, d->B * d->res * d->res, d->C, d->eps);
+}
+
 /* Shift-mask region id of token t of window (wy, wx), in the shifted frame. */
 static int token_region(const swin_dims *d, int wy, int wx, int t) {
     int y = wy * d->window + t / d->window, x = wx * d->window + t % d->window;

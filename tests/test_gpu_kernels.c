@@ -20,17 +20,18 @@
 
 typedef enum {
     OP_LN, OP_LN_INPLACE, OP_LN_RES, OP_LN_POOL, OP_PARTITION, OP_REVERSE, OP_MERGE, OP_IM2COL,
-    OP_ADD_POS, OP_GELU, OP_CONVERT
+    OP_ADD_POS, OP_GELU, OP_CONVERT, OP_REVERSE_LN
 } op_kind;
 
 static const char *const op_name[] = {"layernorm", "layernorm_inplace", "ln_residual", "ln_pool", "partition",
-                                      "reverse", "merge", "im2col", "add_pos", "gelu", "convert"};
+                                      "reverse", "merge", "im2col", "add_pos", "gelu", "convert", "reverse_ln"};
 
 /* Meaning of the fields per op:
- *   LN*: rows = B*res*res, C     LN_POOL: B, L = res*res, C     PARTITION/REVERSE: B res C W shift
+ *   LN*: rows = B*res*res, C     LN_POOL: B, L = res*res, C     PARTITION/REVERSE*: B res C W shift
  *   MERGE: B res C               IM2COL: B, H = W = res, p = window    ADD_POS: B, L = res*res, C
  *   GELU: n = B*res*C, ln = with residual        CONVERT: n = B*res*C, all dtype pairs
- * ln: LayerNorm on (partition, reverse, merge) */
+ * ln: LayerNorm on (partition, reverse, merge)
+ * REVERSE_LN: two outputs, x (bit-exact: the same add as REVERSE without LN) and LN(x) */
 typedef struct {
     op_kind op;
     int B, res, C, window, shift, ln, quick;
@@ -72,6 +73,15 @@ static const kcase cases[] = {
     {OP_REVERSE,     3,  7,  768,  7, 0, 0, 0},
     {OP_REVERSE,     1, 16,   40,  8, 4, 1, 1},
     {OP_REVERSE,     1, 12,   36, 12, 0, 1, 0},
+    {OP_REVERSE_LN,  1, 56,   96,  7, 3, 1, 1},
+    {OP_REVERSE_LN,  2, 56,   96,  7, 0, 1, 0},
+    {OP_REVERSE_LN,  3, 28,  192,  7, 3, 1, 1},
+    {OP_REVERSE_LN,  1, 14,  384,  7, 3, 1, 0},
+    {OP_REVERSE_LN,  2,  7,  768,  7, 0, 1, 1},
+    {OP_REVERSE_LN,  1, 16,   40,  8, 4, 1, 1},   /* 5 packs: power-of-two group */
+    {OP_REVERSE_LN,  1, 12,   36, 12, 0, 1, 1},   /* scalar path in f16/bf16 */
+    {OP_REVERSE_LN,  1,  7, 3072,  7, 3, 1, 1},   /* longer than registers: loop kernel */
+    {OP_REVERSE_LN,  1,  7, 1030,  7, 3, 1, 0},   /* scalar loop kernel */
     {OP_MERGE,       1, 56,   96,  0, 0, 1, 1},
     {OP_MERGE,       3, 28,  192,  0, 0, 1, 0},
     {OP_MERGE,       1, 14,  384,  0, 0, 1, 0},
@@ -82,7 +92,8 @@ static const kcase cases[] = {
     {OP_MERGE,       1, 12,   36,  0, 0, 0, 0},
     {OP_IM2COL,      1, 224,   0,  4, 0, 0, 1},
     {OP_IM2COL,      3, 224,   0,  4, 0, 0, 0},
-    {OP_IM2COL,      2, 20,    0,  5, 0, 0, 1},
+    {OP_IM2COL,      2, 20,    0,  5, 0, 0, 1},   /* patch 5: the general kernel */
+    {OP_IM2COL,      2, 256,   0,  4, 0, 0, 0},
     {OP_ADD_POS,     1, 56,   96,  0, 0, 0, 1},
     {OP_ADD_POS,     3, 56,   96,  0, 0, 0, 0},
     {OP_ADD_POS,     2,  3,    3,  0, 0, 0, 1},   /* L*C = 27: scalar path */
@@ -106,7 +117,7 @@ static void sizes(const kcase *c, size_t *na, size_t *nb, size_t *no) {
     *nb = 0;
     switch (c->op) {
     case OP_LN: case OP_LN_INPLACE: case OP_PARTITION: *na = *no = tok * c->C; break;
-    case OP_LN_RES: case OP_REVERSE: *na = *no = tok * c->C; *nb = tok * c->C; break;
+    case OP_LN_RES: case OP_REVERSE: case OP_REVERSE_LN: *na = *no = tok * c->C; *nb = tok * c->C; break;
     case OP_LN_POOL: *na = tok * c->C; *no = (size_t)c->B * c->C; break;
     case OP_MERGE: *na = tok * c->C; *no = c->B * r2 * 4 * c->C; break;
     case OP_IM2COL: *na = (size_t)c->B * 3 * c->res * c->res; *no = *na; break;
@@ -115,7 +126,8 @@ static void sizes(const kcase *c, size_t *na, size_t *nb, size_t *no) {
     }
 }
 
-static double gelu_ref(float x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+/* erfc form: 1 + erf(x/sqrt 2) cancels to 0 in double for x < -8 */
+static double gelu_ref(float x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
 
 /* Runs case c in dtype dt (for CONVERT: dt -> dt2). Returns nothing; records checks. */
 static void run_case(const kcase *c, int dt, int dt2) {
@@ -131,6 +143,7 @@ static void run_case(const kcase *c, int dt, int dt2) {
     int L = flat ? 0 : c->res * c->res, rows = c->B * L, Cln = c->op == OP_MERGE ? 4 * c->C : c->C;
     float *a = malloc(na * sizeof(float)), *b = malloc((nb ? nb : 1) * sizeof(float));
     float *ref = malloc(no * sizeof(float)), *got = malloc(no * sizeof(float));
+    float *ref_x = malloc(no * sizeof(float));   /* REVERSE_LN: the updated x (ref holds LN(x)) */
     float *lw = malloc((Cln ? Cln : 1) * sizeof(float)), *lb = malloc((Cln ? Cln : 1) * sizeof(float));
     tu_fill(a, na, -1.0f, 3.0f);   /* non-zero mean: the statistics must subtract it */
     tu_fill(b, nb ? nb : 1, -2.0f, 2.0f);
@@ -158,6 +171,12 @@ static void run_case(const kcase *c, int dt, int dt2) {
         in_place = 1;
         break;
     case OP_CONVERT: memcpy(ref, a, no * sizeof(float)); exact = 1; break;
+    case OP_REVERSE_LN:
+        memcpy(ref_x, b, no * sizeof(float));
+        swin_window_reverse_residual_cpu(ref_x, a, NULL, &d);
+        tu_round_to(ref_x, no, dt);   /* the device rounds the sum before normalising it */
+        swin_layernorm_cpu(ref, ref_x, &ln, rows, c->C, d.eps);
+        break;
     }
     int odt = c->op == OP_CONVERT ? dt2 : dt;
     if (exact) tu_round_to(ref, no, odt);
@@ -186,16 +205,70 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_ADD_POS: st = swin_add_pos_cuda(da.p, db.p, c->B, L, c->C, sdt, 0); res_buf = &da; break;
     case OP_GELU: st = swin_gelu_cuda(da.p, c->ln ? db.p : NULL, na, sdt, 0); res_buf = &da; break;
     case OP_CONVERT: st = swin_convert_cuda(dout.p, (swin_dtype)dt2, da.p, sdt, na, 0); break;
+    case OP_REVERSE_LN: st = swin_window_reverse_residual_ln_cuda(db.p, dout.p, da.p, dlw.p, dlb.p, &d, sdt, 0); break;
     }
     int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
     ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the launch", name);
     if (ok) {
         tg_download(res_buf, got);
         tg_compare(name, got, ref, no, exact ? 0.0 : tg_tol[odt]);
+        if (c->op == OP_REVERSE_LN) {
+            char xname[160];
+            snprintf(xname, sizeof xname, "%s (x)", name);
+            tg_download(&db, got);
+            tg_compare(xname, got, ref_x, no, 0.0);
+        }
         CHECK(tg_guard_ok(&da) && tg_guard_ok(&db) && tg_guard_ok(&dout), "%s: guard zone overwritten", name);
     }
     tg_free(&da), tg_free(&db), tg_free(&dout), tg_free(&dlw), tg_free(&dlb);
-    free(a), free(b), free(ref), free(got), free(lw), free(lb);
+    free(a), free(b), free(ref), free(ref_x), free(got), free(lw), free(lb);
+}
+
+// ---- GELU of 16-bit data: as accurate as PyTorch's fp32-math GELU, on a dense grid
+
+/* Relative-to-max tolerances could not tell the erf GELU from the tanh approximation (which
+ * differs by up to ~1e-4 near x = -1.5), so every result is held to 1 ulp of the correctly
+ * rounded GELU, or to 0.5 |x| 2^-23 absolute: the rounding of 1 + erf in fp32 math, which is
+ * what PyTorch computes too (it makes GELU exactly 0 for x < -5.9, where the true value is below
+ * 1e-8). */
+static void gelu_ulp_check(void) {
+    const size_t n = 3 * 16384 + 2 * 2000;
+    float *x = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    for (size_t i = 0; i < 3 * 16384; i++) x[i] = -12.0f + (float)i / 2048.0f;   /* [-12, 12) */
+    for (size_t i = 0; i < 2000; i++) {   /* tiny magnitudes, both signs */
+        x[3 * 16384 + i] = powf(10.0f, -6.0f + 5.0f * (float)i / 2000.0f);
+        x[3 * 16384 + 2000 + i] = -x[3 * 16384 + i];
+    }
+    for (int dt = 1; dt <= 2; dt++) {
+        char name[64];
+        snprintf(name, sizeof name, "gelu ulp %s n%zu", tg_dt_name[dt], n);
+        tu_round_to(x, n, dt);
+        for (size_t i = 0; i < n; i++) ref[i] = (float)gelu_ref(x[i]);
+        tu_round_to(ref, n, dt);
+        tg_buf d = tg_alloc(n, dt);
+        tg_upload(&d, x);
+        swin_status st = swin_gelu_cuda(d.p, NULL, n, (swin_dtype)dt, 0);
+        if (CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: %s", name, swin_last_error())) {
+            tg_download(&d, got);
+            double worst = 0;
+            size_t at = 0;
+            for (size_t i = 0; i < n; i++) {
+                int e;
+                frexp(fabs(ref[i]), &e);
+                double ulp = ldexp(1.0, e - (dt == 1 ? 11 : 8));
+                double floor_ulp = dt == 1 ? ldexp(1.0, -24) : ldexp(1.0, -133);
+                if (ref[i] == 0.0f || ulp < floor_ulp) ulp = floor_ulp;
+                double diff = fabs((double)got[i] - ref[i]);
+                double u = diff <= 0.5 * fabs(x[i]) * ldexp(1.0, -23) ? 0.0 : diff / ulp;
+                if (!(u <= worst)) worst = u, at = i;   /* NaN counts as worst */
+            }
+            printf("%s %s: max %.2f ulp beyond fp32 rounding (x = %g: got %g, ref %g)\n", worst <= 1.0 ? "ok  " : "FAIL", name, worst,
+                   x[at], got[at], ref[at]);
+            CHECK(worst <= 1.0, "%s: %.2f ulp at x = %g (got %g, ref %g)", name, worst, x[at], got[at], ref[at]);
+        }
+        tg_free(&d);
+    }
+    free(x), free(ref), free(got);
 }
 
 // ---- argument checking: each call must fail with SWIN_ERR_ARGUMENT and a message
@@ -222,6 +295,8 @@ static void argument_checks(void) {
     expect_arg_error("partition shift >= window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
     expect_arg_error("reverse NULL dims", swin_window_reverse_residual_cuda(x.p, y.p, NULL, NULL, NULL, SWIN_DT_F32, 0));
     expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, SWIN_DT_F32, 0));
+    expect_arg_error("reverse_ln no norm", swin_window_reverse_residual_ln_cuda(x.p, y.p, lw.p, NULL, NULL, &d, SWIN_DT_F32, 0));
+    expect_arg_error("reverse_ln out is x", swin_window_reverse_residual_ln_cuda(x.p, x.p, y.p, w, w, &d, SWIN_DT_F32, 0));
     expect_arg_error("merge odd res", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 7, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("im2col H % p", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, SWIN_DT_F32, 0));
@@ -247,6 +322,7 @@ int main(int argc, char **argv) {
                 run_case(c, dt, dt);
         }
     }
+    gelu_ulp_check();
     argument_checks();
     return tu_finish("test_gpu_kernels");
 }

@@ -162,13 +162,10 @@ EOF
   rm -f "$work/json"
   [ "$rc" = 0 ] || failed+=("swin bench $arch $prec")
 }
-small=$(echo "$BATCHES" | tr ',' '\n' | awk '$1 < 64' | paste -sd, -)
-large=$(echo "$BATCHES" | tr ',' '\n' | awk '$1 >= 64' | paste -sd, -)
 for arch in $ARCHS; do
   for prec in $PRECS; do
-    if [ "$prec" = fp16 ]; then  # the breakdown where the time is in the kernels, not launches
-      [ -n "$small" ] && swin_bench "$arch" "$prec" "$small"
-      [ -n "$large" ] && swin_bench "$arch" "$prec" "$large" --breakdown
+    if [ "$prec" = fp16 ]; then  # the breakdown: per op class, stage and op
+      swin_bench "$arch" "$prec" "$BATCHES" --breakdown
     else
       swin_bench "$arch" "$prec" "$BATCHES"
     fi

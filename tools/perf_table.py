@@ -283,6 +283,39 @@ def section_breakdown(d, out):
         out.append(f"| {a} | {p} | {b} | " + " | ".join(num(x) for x in parts) +
                    f" | {num(total)} | {stages or '—'} |")
     out.append("")
+    section_ops(d, rows, order, out)
+
+
+def section_ops(d, rows, order, out):
+    """Per named op (summed over blocks), one table per arch and precision, a column per batch."""
+    groups = {}
+    for (a, p, b), r in rows:
+        if r["breakdown"].get("ops"):
+            groups.setdefault((a, p), []).append((b, r["breakdown"]))
+    for (a, p) in sorted(groups, key=lambda ap: (order.get(ap[0], 99), prec_key(ap[1]))):
+        cols = sorted(groups[(a, p)], key=lambda bb: bb[0])
+        out.append(f"Per op, {a} {p} (ms per forward, all blocks; share of the profiled sum):")
+        out.append("")
+        out.append("| op | family | calls | " + " | ".join(f"batch {b}" for b, _ in cols) + " |")
+        out.append("|---|---|--:|" + "--:|" * len(cols))
+        names = []
+        for _, bd in cols:
+            for o in bd["ops"]:
+                if (o["name"], o["class"]) not in names:
+                    names.append((o["name"], o["class"]))
+        for name, cls in names:
+            cells, calls = [], None
+            for _, bd in cols:
+                o = next((o for o in bd["ops"] if o["name"] == name and o["class"] == cls), None)
+                total = sum(x["ms"] for x in bd["ops"]) or 1.0
+                if o is None:
+                    cells.append("—")
+                else:
+                    calls = o["calls"]
+                    cells.append(f"{num(o['ms'])} ({100.0 * o['ms'] / total:.0f}%)")
+            out.append(f"| {name} | {cls} | {calls if calls is not None else '—'} | " +
+                       " | ".join(cells) + " |")
+        out.append("")
 
 
 def goal_line(what, measured, cmp, target, unit, digits):

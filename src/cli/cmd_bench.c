@@ -201,6 +201,8 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
+static const char *const class_key[SWIN_OPS_COUNT] = {"gemm", "attention", "norm", "other"};
+
 static void print_json(const bench_args *a, const char *arch, const char *gpu, int drv, int rt,
                        const bench_result *res, int n, double gflops, int stages) {
     printf("{\"tool\":\"swin\",\"arch\":");
@@ -223,6 +225,15 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
         printf("{\"gemm_ms\":%.4f,\"attention_ms\":%.4f,\"norm_shift_merge_ms\":%.4f,\"other_ms\":%.4f,"
                "\"per_stage_ms\":[", c[SWIN_OPS_GEMM], c[SWIN_OPS_ATTENTION], c[SWIN_OPS_NORM], c[SWIN_OPS_OTHER]);
         for (int s = 0; s < stages; s++) printf("%s%.4f", s ? "," : "", r->prof.stage_ms[s]);
+        printf("],\"ops\":[");
+        for (int k = 0; k < r->prof.n_ops; k++) {
+            const swin_op_time *o = &r->prof.ops[k];
+            printf("%s{\"name\":", k ? "," : "");
+            json_str(o->name);
+            printf(",\"class\":\"%s\",\"calls\":%d,\"ms\":%.4f,\"per_stage_ms\":[", class_key[o->cls], o->calls, o->ms);
+            for (int s = 0; s < stages; s++) printf("%s%.4f", s ? "," : "", o->stage_ms[s]);
+            printf("]}");
+        }
         printf("]}}");
     }
     printf("]}\n");
@@ -230,7 +241,7 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
 
 static void print_breakdown(const bench_result *r, int stages) {
     static const char *cls[SWIN_OPS_COUNT] = {"GEMMs (linear layers)", "attention",
-                                              "norms/shift/merge", "other (im2col, pos, convert)"};
+                                              "norms/shift/merge", "other (gelu, im2col, pos, convert)"};
     double t = r->prof.total_ms > 0 ? r->prof.total_ms : 1;
     printf("\nbreakdown, batch %d (un-captured forward, an event before every op, mean of 5):\n", r->batch);
     printf("  %-32s %10s %7s\n", "kernel family", "ms", "%");
@@ -242,6 +253,15 @@ static void print_breakdown(const bench_result *r, int stages) {
         printf("  %-32s %10.3f %6.1f%%\n", name, r->prof.stage_ms[s], 100 * r->prof.stage_ms[s] / t);
     }
     printf("  %-32s %10.3f %6.1f%%\n", "total", r->prof.total_ms, 100.0);
+    printf("\n  %-24s %-10s %5s %10s %6s |", "op", "family", "calls", "ms", "%");
+    for (int s = 0; s < stages; s++) printf(" %8s%d", "stage ", s);
+    printf("\n");
+    for (int k = 0; k < r->prof.n_ops; k++) {
+        const swin_op_time *o = &r->prof.ops[k];
+        printf("  %-24s %-10s %5d %10.3f %5.1f%% |", o->name, class_key[o->cls], o->calls, o->ms, 100 * o->ms / t);
+        for (int s = 0; s < stages; s++) printf(" %9.3f", o->stage_ms[s]);
+        printf("\n");
+    }
 }
 
 static void print_table(const bench_args *a, const char *arch, const char *source, const char *gpu,

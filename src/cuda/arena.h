@@ -69,6 +69,7 @@ typedef struct {
     cudaEvent_t *ev;        /* [cap + 1] */
     unsigned char *cls;     /* [cap] swin_op_class of op i */
     signed char *stage;     /* [cap] */
+    const char **name;      /* [cap] the op's name (a string literal) */
     int n, cap;
 } swin_prof;
 

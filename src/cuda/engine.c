@@ -18,19 +18,21 @@
 
 // ---- one op of the forward: an event mark when profiling, then the call
 
-static void mark(swin_engine *e, swin_op_class c) {
+static void mark(swin_engine *e, swin_op_class c, const char *name) {
     swin_prof *p = e->prof;
     if (!p || p->n >= p->cap) return;
     cudaEventRecord(p->ev[p->n], e->stream);
     p->cls[p->n] = (unsigned char)c;
     p->stage[p->n] = (signed char)e->cur_stage;
+    p->name[p->n] = name;
     p->n++;
 }
 
-#define OP(cls, call)              \
-    do {                           \
-        mark(e, SWIN_OPS_##cls);   \
-        SWIN_TRY(call);            \
+/* OP(class, name, call): name is what `swin bench --breakdown` lists the op as */
+#define OP(cls, name, call)              \
+    do {                                 \
+        mark(e, SWIN_OPS_##cls, name);   \
+        SWIN_TRY(call);                  \
     } while (0)
 
 static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dlin *w, const void *residual,
@@ -45,11 +47,11 @@ static swin_status patch_embed(swin_engine *e, int B) {
     int p = c->patch_size, S = c->img_size, C = c->embed_dim, L = (S / p) * (S / p), M = B * L;
     const swin_dweights *w = &e->w;
     e->cur_stage = 0;
-    OP(OTHER, swin_im2col_patch_cuda(e->hid, e->input, B, S, S, p, e->dt, e->stream));
-    OP(GEMM, lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
-    OP(NORM, swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C, c->ln_eps,
+    OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, S, S, p, e->dt, e->stream));
+    OP(GEMM, "patch linear", lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
+    OP(NORM, "patch norm", swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C, c->ln_eps,
                                  e->dt, e->stream));
-    if (w->abs_pos) OP(OTHER, swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
+    if (w->abs_pos) OP(OTHER, "abs pos", swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
     return SWIN_OK;
 }
 
@@ -62,12 +64,12 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
     float eps = e->m->cfg.ln_eps;
     void *x = e->x[*cur], *y = e->x[!*cur];
     if (e->m->cfg.version == 1) {
-        OP(NORM, swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, res, Cp, eps, e->dt, e->stream));
-        OP(GEMM, lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
+        OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, res, Cp, eps, e->dt, e->stream));
+        OP(GEMM, "merge reduction", lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
     } else {
-        OP(NORM, swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, res, Cp, eps, e->dt, e->stream));
-        OP(GEMM, lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
-        OP(NORM, swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
+        OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, res, Cp, eps, e->dt, e->stream));
+        OP(GEMM, "merge reduction", lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
+        OP(NORM, "merge norm", swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
     }
     *cur = !*cur;
     return SWIN_OK;
@@ -78,38 +80,45 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
 /* tok [B*nW, N, C] <- window attention of qkv */
 static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d) {
     int unfused = e->opt.attention == SWIN_ATTN_UNFUSED;
-    OP(ATTENTION, swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt,
+    OP(ATTENTION, "attention", swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt,
                                              unfused ? SWIN_ATTN_IMPL_UNFUSED : SWIN_ATTN_IMPL_FUSED,
                                              e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
                                              e->stream));
     return SWIN_OK;
 }
 
+/* fc1 then the exact GELU, as two ops so that the breakdown shows each */
+static swin_status mlp_fc1(swin_engine *e, void *out, const void *in, const swin_dlin *w, int M, int K, int N) {
+    OP(GEMM, "fc1", lin(e, out, in, w, NULL, M, K, N, SWIN_ACT_NONE));
+    OP(OTHER, "gelu", swin_gelu_cuda(out, NULL, (size_t)M * N, e->dt, e->stream));
+    return SWIN_OK;
+}
+
 /* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x)))) */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int M = d->B * d->res * d->res, C = d->C;
-    OP(NORM, swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    OP(GEMM, lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
+    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
-    OP(GEMM, lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
-    OP(NORM, swin_window_reverse_residual_cuda(x, e->hid, NULL, NULL, d, e->dt, e->stream));
-    OP(NORM, swin_layernorm_cuda(e->tok, x, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
-    OP(GEMM, lin(e, e->hid, e->tok, &w->fc1, NULL, M, C, hidden, SWIN_ACT_GELU));
-    OP(GEMM, lin(e, x, e->hid, &w->fc2, x, M, hidden, C, SWIN_ACT_NONE));
+    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
+                                                                          d, e->dt, e->stream));
+    SWIN_TRY(mlp_fc1(e, e->hid, e->tok, &w->fc1, M, C, hidden));
+    OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, M, hidden, C, SWIN_ACT_NONE));
     return SWIN_OK;
 }
 
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int M = d->B * d->res * d->res, C = d->C;
-    OP(NORM, swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
-    OP(GEMM, lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
+    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
-    OP(GEMM, lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
-    OP(NORM, swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    OP(GEMM, lin(e, e->hid, x, &w->fc1, NULL, M, C, hidden, SWIN_ACT_GELU));
-    OP(GEMM, lin(e, e->tok, e->hid, &w->fc2, NULL, M, hidden, C, SWIN_ACT_NONE));
-    OP(NORM, swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
+    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
+    SWIN_TRY(mlp_fc1(e, e->hid, x, &w->fc1, M, C, hidden));
+    OP(GEMM, "fc2", lin(e, e->tok, e->hid, &w->fc2, NULL, M, hidden, C, SWIN_ACT_NONE));
+    OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
 }
 
@@ -120,11 +129,11 @@ static swin_status head(swin_engine *e, void *x, int B) {
     const swin_stage_w *last = &m->w.stages[m->cfg.num_stages - 1];
     int C = last->dim, classes = m->cfg.num_classes;
     void *out = e->dt == SWIN_DT_F32 ? (void *)e->logits : e->logits_dt;
-    OP(NORM, swin_ln_pool_cuda(e->pooled, x, e->w.norm.w, e->w.norm.b, B, last->res * last->res, C,
+    OP(NORM, "head norm+pool", swin_ln_pool_cuda(e->pooled, x, e->w.norm.w, e->w.norm.b, B, last->res * last->res, C,
                                m->cfg.ln_eps, e->dt, e->stream));
-    OP(GEMM, lin(e, out, e->pooled, &e->w.head, NULL, B, C, classes, SWIN_ACT_NONE));
+    OP(GEMM, "head linear", lin(e, out, e->pooled, &e->w.head, NULL, B, C, classes, SWIN_ACT_NONE));
     if (e->dt != SWIN_DT_F32)
-        OP(OTHER, swin_convert_cuda(e->logits, SWIN_DT_F32, e->logits_dt, e->dt, (size_t)B * classes, e->stream));
+        OP(OTHER, "logits to fp32", swin_convert_cuda(e->logits, SWIN_DT_F32, e->logits_dt, e->dt, (size_t)B * classes, e->stream));
     return SWIN_OK;
 }
 

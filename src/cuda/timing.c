@@ -1,6 +1,7 @@
 /* timing.c - what `swin bench` measures on the CUDA engine (src/engine.h, bench section):
  * CUDA events around whole forwards or the attention ops alone on device-resident input, and a
- * profiled un-captured forward with an event before every op (per op class and per stage).
+ * profiled un-captured forward with an event before every op (per op class, per stage and per
+ * named op).
  * Timing only: nothing here judges a time. Used by src/cli/cmd_bench.c.
  */
 #include <stdlib.h>
@@ -81,8 +82,19 @@ swin_status swin_engine_time_attention(swin_engine *e, int B, int warmup, int it
 
 static int op_bound(const swin_model *m) {
     int n = 8 + 3 * m->cfg.num_stages;   /* patch embed, merges, head, slack */
-    for (int s = 0; s < m->cfg.num_stages; s++) n += 8 * m->w.stages[s].depth;
+    for (int s = 0; s < m->cfg.num_stages; s++) n += 10 * m->w.stages[s].depth;
     return n + 8;
+}
+
+/* The entry of op `name` in out->ops (added on first sight; NULL when the table is full). */
+static swin_op_time *op_entry(swin_engine_profile *out, const char *name, int cls) {
+    for (int i = 0; i < out->n_ops; i++)
+        if (out->ops[i].cls == (swin_op_class)cls && strcmp(out->ops[i].name, name) == 0) return &out->ops[i];
+    if (out->n_ops == SWIN_PROFILE_MAX_OPS) return NULL;
+    swin_op_time *o = &out->ops[out->n_ops++];
+    o->name = name;
+    o->cls = (swin_op_class)cls;
+    return o;
 }
 
 static swin_status profile_passes(swin_engine *e, int B, int passes, swin_prof *p, swin_engine_profile *out) {
@@ -103,6 +115,12 @@ static swin_status profile_passes(swin_engine *e, int B, int passes, swin_prof *
             out->class_ms[p->cls[i]] += t / passes;
             out->stage_ms[s] += t / passes;
             out->total_ms += t / passes;
+            swin_op_time *o = op_entry(out, p->name[i] ? p->name[i] : "?", p->cls[i]);
+            if (o) {
+                o->ms += t / passes;
+                o->stage_ms[s] += t / passes;
+                if (pass == 0) o->calls++;
+            }
         }
     }
     return SWIN_OK;
@@ -118,7 +136,8 @@ swin_status swin_engine_profile_forward(swin_engine *e, int B, int passes, swin_
     p.ev = calloc((size_t)p.cap + 1, sizeof *p.ev);
     p.cls = calloc((size_t)p.cap, 1);
     p.stage = calloc((size_t)p.cap, 1);
-    swin_status st = p.ev && p.cls && p.stage ? SWIN_OK : swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    p.name = calloc((size_t)p.cap, sizeof *p.name);
+    swin_status st = p.ev && p.cls && p.stage && p.name ? SWIN_OK : swin_fail(SWIN_ERR_MEMORY, "out of memory");
     int made = 0;
     for (; st == SWIN_OK && made <= p.cap; made++) {
         cudaError_t ce = cudaEventCreate(&p.ev[made]);
@@ -131,5 +150,6 @@ swin_status swin_engine_profile_forward(swin_engine *e, int B, int passes, swin_
     free(p.ev);
     free(p.cls);
     free(p.stage);
+    free(p.name);
     return st;
 }
