@@ -78,12 +78,7 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
     MmaArgs a;
-    a.qkv = qkv;
-    a.out = out;
-    a.bias_table = bias_table;
-    a.scale = scale;
-    a.g = g;
-    a.v2 = v2;
+    a.set(out, qkv, bias_table, scale, g, v2);
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
     const int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
@@ -126,12 +121,7 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
     F32Args a;
-    a.qkv = qkv;
-    a.out = out;
-    a.bias_table = bias_table;
-    a.scale = scale;
-    a.g = g;
-    a.v2 = v2;
+    a.set(out, qkv, bias_table, scale, g, v2);
     const int rows = Tiles::kF32Warps * Tiles::kF32RowsPerWarp;
     a.groups = (g.N + rows - 1) / rows;
     const F32Smem L(HD, g.N, g.W);

@@ -42,6 +42,21 @@ struct Geom {
     int N, npad, W, res, shift, nwx, nw, heads, C;
 };
 
+/* What every fused kernel reads and writes; the kernels' argument structs extend it. P is the
+ * element type (void for the fp16/bf16 kernels, which cast to their T). */
+template <typename P>
+struct AttnIO {
+    const P *qkv;              // [B*nW, N, 3C]
+    P *out;                    // [B*nW, N, C]
+    const float *bias_table;   // [(2W-1)^2, heads]
+    const float *scale;        // [heads]
+    Geom g;
+    int v2;
+    void set(P *o, const P *x, const float *bt, const float *sc, const Geom &geom, int is_v2) {
+        qkv = x, out = o, bias_table = bt, scale = sc, g = geom, v2 = is_v2;
+    }
+};
+
 /* region of a coordinate in the shifted frame; same as swin_region() in src/layers.h */
 __device__ __forceinline__ int region_of(int c, int res, int W, int shift) {
     if (shift == 0) return 0;

@@ -35,13 +35,7 @@
 
 namespace swin_attn {
 
-struct MmaArgs {
-    const void *qkv;           // [B*nW, N, 3C]
-    void *out;                 // [B*nW, N, C]
-    const float *bias_table;   // [(2W-1)^2, heads]
-    const float *scale;        // [heads]
-    Geom g;
-    int v2;
+struct MmaArgs : AttnIO<void> {
     int tiles;                 // query tiles of 16 rows per window (npad / 16)
     int tiles_per_cta;         // resident: tiles one CTA covers; streamed: one per warp
     int groups;                // CTAs per (window, head)

@@ -16,13 +16,7 @@
 
 namespace swin_attn {
 
-struct F32Args {
-    const float *qkv;          // [B*nW, N, 3C]
-    float *out;                // [B*nW, N, C]
-    const float *bias_table;   // [(2W-1)^2, heads]
-    const float *scale;        // [heads]
-    Geom g;
-    int v2;
+struct F32Args : AttnIO<float> {
     int groups;                // CTAs per (window, head): ceil(N / 64)
 };
 

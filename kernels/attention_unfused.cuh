@@ -16,14 +16,6 @@
 #include <cublas_v2.h>
 #include "attention_common.cuh"
 
-#define SWIN_CUBLAS_TRY(call)                                                                  \
-    do {                                                                                       \
-        cublasStatus_t swin_s_ = (call);                                                       \
-        if (swin_s_ != CUBLAS_STATUS_SUCCESS)                                                  \
-            return swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
-                             cublasGetStatusString(swin_s_));                                  \
-    } while (0)
-
 namespace swin_attn {
 
 /* workspace carving: base == NULL sizes it */

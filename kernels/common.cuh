@@ -1,6 +1,6 @@
 /* common.cuh - shared by the .cu files in kernels/: error checks and dtype traits.
  *
- * SWIN_CUDA_TRY(call)       return SWIN_ERR_CUDA naming the call, file and line when it fails
+ * SWIN_CUDA_TRY / SWIN_CUBLAS_TRY (check.h) for library calls;
  * SWIN_LAUNCH_CHECK(name)   after a launch: cudaGetLastError(), and a synchronise when
  *                           swin_cuda_debug_sync is set (SWIN_CUDA_SYNC=1) to pin async faults
  * load_f / store_f          read/write one element of the session dtype as float
@@ -12,16 +12,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "check.h"
 #include "ops.h"
-#include "../src/internal.h"
-
-#define SWIN_CUDA_TRY(call)                                                                    \
-    do {                                                                                       \
-        cudaError_t swin_e_ = (call);                                                          \
-        if (swin_e_ != cudaSuccess)                                                            \
-            return swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
-                             cudaGetErrorString(swin_e_));                                     \
-    } while (0)
 
 #define SWIN_LAUNCH_CHECK(name, stream)                                                        \
     do {                                                                                       \

@@ -35,8 +35,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "check.h"
 #include "gemm.h"
-#include "internal.h"
 
 /* Record a failed cuBLAS(Lt) call (statement, place, status string) into st and jump to fail. */
 #define LT_GO(call)                                                                                \
@@ -47,14 +47,6 @@
                            cublasLtGetStatusString(lt_s_));                                        \
             goto fail;                                                                             \
         }                                                                                          \
-    } while (0)
-
-#define LT_TRY(call)                                                                               \
-    do {                                                                                           \
-        cublasStatus_t lt_s_ = (call);                                                             \
-        if (lt_s_ != CUBLAS_STATUS_SUCCESS)                                                        \
-            return swin_fail(SWIN_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,    \
-                             cublasLtGetStatusString(lt_s_));                                      \
     } while (0)
 
 #define GEMM_CANDIDATES 8
@@ -346,12 +338,14 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));
-    if (bias) LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (bias)
+        SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                       sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
     if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, st));
-    LT_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out, p->lcd,
-                          &p->algo, g->ws, g->ws_bytes, st));
+    SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
+                                   p->lcd, &p->algo, g->ws, g->ws_bytes, st));
     if (swin_cuda_debug_sync) {
         cudaError_t e = cudaStreamSynchronize(st);
         if (e != cudaSuccess)

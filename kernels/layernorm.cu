@@ -10,24 +10,14 @@
 
 // ---- row maps
 
-template <typename T> struct ln_map {   /* out[r] = LN(in[r]); out may alias in */
-    static constexpr bool kAccumulate = false;
+template <typename T, bool Acc> struct ln_map {   /* out[r] (+)= LN(in[r]); without Acc out may alias in */
+    static constexpr bool kAccumulate = Acc;
     static constexpr bool kAddThenNorm = false;
     const T *in;
     T *out;
     int C;
     __device__ const T *src(int r, int e) const { return in + (size_t)r * C + e; }
     __device__ T *dst(int r, int e) const { return out + (size_t)r * C + e; }
-};
-
-template <typename T> struct ln_residual_map {   /* x[r] += LN(y[r]) */
-    static constexpr bool kAccumulate = true;
-    static constexpr bool kAddThenNorm = false;
-    const T *y;
-    T *x;
-    int C;
-    __device__ const T *src(int r, int e) const { return y + (size_t)r * C + e; }
-    __device__ T *dst(int r, int e) const { return x + (size_t)r * C + e; }
 };
 
 // ---- LN + mean over tokens: one block per image
@@ -105,36 +95,36 @@ static swin_status check_rows(const char *op, int rows, int C, swin_dtype dt) {
     return SWIN_OK;
 }
 
-extern "C" swin_status swin_layernorm_cuda(void *out, const void *in, const float *ln_w,
-                                           const float *ln_b, int rows, int C, float eps,
-                                           swin_dtype dt, cudaStream_t st) {
-    static const char op[] = "swin_layernorm_cuda";
+/* The two row-wise entries: out (+)= LN(in) over rows of C; names are the op's argument names. */
+template <bool Acc>
+static swin_status ln_rows(const char *op, const char *kernel, const char *out_name, const char *in_name,
+                           void *out, const void *in, const float *ln_w, const float *ln_b, int rows, int C,
+                           float eps, swin_dtype dt, cudaStream_t st) {
     SWIN_TRY(check_rows(op, rows, C, dt));
-    SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
-    SWIN_TRY(swin_check_ptr(op, "in", in, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, out_name, out, swin_dtype_size(dt)));
+    SWIN_TRY(swin_check_ptr(op, in_name, in, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
     int vec_ok = swin_aligned16(out) && swin_aligned16(in);
     SWIN_DISPATCH(dt, T, {
-        ln_map<T> m = {(const T *)in, (T *)out, C};
-        return swin_row_ln_launch<T>("layernorm_kernel", m, vec_ok, ln_w, ln_b, rows, C, eps, st);
+        ln_map<T, Acc> m = {(const T *)in, (T *)out, C};
+        return swin_row_ln_launch<T>(kernel, m, vec_ok, ln_w, ln_b, rows, C, eps, st);
     });
     return SWIN_OK;
 }
 
+extern "C" swin_status swin_layernorm_cuda(void *out, const void *in, const float *ln_w,
+                                           const float *ln_b, int rows, int C, float eps,
+                                           swin_dtype dt, cudaStream_t st) {
+    return ln_rows<false>("swin_layernorm_cuda", "layernorm_kernel", "out", "in", out, in, ln_w, ln_b, rows,
+                          C, eps, dt, st);
+}
+
+/* x[r] += LN(y[r]) */
 extern "C" swin_status swin_layernorm_residual_cuda(void *x, const void *y, const float *ln_w,
                                                     const float *ln_b, int rows, int C, float eps,
                                                     swin_dtype dt, cudaStream_t st) {
-    static const char op[] = "swin_layernorm_residual_cuda";
-    SWIN_TRY(check_rows(op, rows, C, dt));
-    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
-    SWIN_TRY(swin_check_ptr(op, "y", y, swin_dtype_size(dt)));
-    SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
-    int vec_ok = swin_aligned16(x) && swin_aligned16(y);
-    SWIN_DISPATCH(dt, T, {
-        ln_residual_map<T> m = {(const T *)y, (T *)x, C};
-        return swin_row_ln_launch<T>("layernorm_residual_kernel", m, vec_ok, ln_w, ln_b, rows, C, eps, st);
-    });
-    return SWIN_OK;
+    return ln_rows<true>("swin_layernorm_residual_cuda", "layernorm_residual_kernel", "x", "y", x, y, ln_w,
+                         ln_b, rows, C, eps, dt, st);
 }
 
 extern "C" swin_status swin_ln_pool_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,

@@ -22,15 +22,7 @@ if [ ! -f "$model/model.safetensors" ]; then
   exit 77
 fi
 export LC_ALL=C
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-bad() {
-  echo "FAIL $*"
-  head -n 20 "$tmp/out" "$tmp/err" 2>/dev/null | sed 's/^/    /'
-  failed=$((failed + 1))
-}
+source "$src/tests/clilib.sh"
 run() { "$swin" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 
 shopt -s nullglob
@@ -176,5 +168,4 @@ if [ $rc -eq 1 ] && grep -q "b.png: not an image" "$tmp/err" && [ ! -e "$tmp/bad
 else bad "preprocess bad image (rc $rc)"; fi
 usage_case "--out" preprocess "${three[0]}"
 
-echo "cli_classify: $passed passed, $failed failed"
-[ $failed -eq 0 ] && [ $passed -gt 0 ]
+finish cli_classify

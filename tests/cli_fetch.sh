@@ -14,16 +14,13 @@ fetch=$src/tools/fetch_model.sh
 command -v python3 >/dev/null 2>&1 || { echo "cli_fetch: python3 not found, skipped"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "cli_fetch: curl not found, skipped"; exit 77; }
 
-tmp=$(mktemp -d)
+source "$src/tests/clilib.sh"
 server=""
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL $*"; sed 's/^/    /' "$tmp/out" "$tmp/err" 2>/dev/null; failed=$((failed + 1)); }
 
 # ---- fixture hub
 hub=$tmp/hub
@@ -103,5 +100,4 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "curl not found" "$tmp/err"; then ok "curl missing: exit 2"
 else bad "curl missing (rc $rc)"; fi
 
-echo "cli_fetch: $passed passed, $failed failed"
-[ $failed -eq 0 ] && [ $passed -gt 0 ]
+finish cli_fetch

@@ -11,16 +11,8 @@ set -u
 swin=$1
 src=$2
 data=$src/tests/data
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+source "$src/tests/clilib.sh"
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-bad() {
-  echo "FAIL $*"
-  sed 's/^/    /' "$tmp/out" "$tmp/err"
-  failed=$((failed + 1))
-}
 # run ARGS...: swin verify ARGS, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc
 run() { "$swin" verify "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 last() { tail -n1 "$tmp/out"; }
@@ -103,5 +95,4 @@ run --help
 if [ $rc -eq 0 ] && grep -q '^usage: swin verify' "$tmp/out" && grep -q -- '--tolerance' "$tmp/out"; then ok "--help"
 else bad "--help (exit $rc)"; fi
 
-echo "cli_verify: $passed passed, $failed failed"
-[ $failed -eq 0 ] && [ $passed -gt 0 ]
+finish cli_verify

@@ -17,20 +17,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "check.h"
 #include "engine.h"
 #include "gemm.h"
 #include "internal.h"
 #include "layers.h"
 #include "ops.h"
-
-/* Return SWIN_ERR_CUDA naming the call, file and line when a CUDA runtime call fails. */
-#define ENG_CUDA(call)                                                                         \
-    do {                                                                                       \
-        cudaError_t eng_e_ = (call);                                                           \
-        if (eng_e_ != cudaSuccess)                                                             \
-            return swin_fail(SWIN_ERR_CUDA, "%s failed (%s:%d): %s", #call, __FILE__, __LINE__, \
-                             cudaGetErrorString(eng_e_));                                      \
-    } while (0)
 
 /* ---- device copies of the weights (pointers into the arena) */
 typedef struct { const float *w, *b; } swin_dln;   /* fp32 [C] each */

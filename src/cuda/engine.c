@@ -170,7 +170,7 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
 
 static swin_status capture(swin_engine *e, int B) {
     cudaGraph_t g = NULL;
-    ENG_CUDA(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+    SWIN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
     swin_status st = swin_engine_enqueue_direct(e, B);
     cudaError_t ce = cudaStreamEndCapture(e->stream, &g);
     if (st != SWIN_OK) {
@@ -198,7 +198,7 @@ swin_status swin_engine_enqueue(swin_engine *e, int B) {
         SWIN_TRY(swin_engine_enqueue_direct(e, B));
         return capture(e, B);
     }
-    ENG_CUDA(cudaGraphLaunch(e->graphs[B], e->stream));
+    SWIN_CUDA_TRY(cudaGraphLaunch(e->graphs[B], e->stream));
     return SWIN_OK;
 }
 
@@ -228,8 +228,8 @@ static swin_status pick_device(int index) {
 // ---- create / free
 
 static swin_status setup(swin_engine *e) {
-    ENG_CUDA(cudaSetDevice(e->dev));
-    ENG_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     e->owns_stream = 1;
     size_t total = 0;
     SWIN_TRY(swin_arena_plan(e, NULL, &total));
@@ -303,10 +303,10 @@ swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float
     const swin_config *c = &e->m->cfg;
     size_t in_bytes = (size_t)B * 3 * c->img_size * c->img_size * sizeof(float);
     size_t out_bytes = (size_t)B * c->num_classes * sizeof(float);
-    ENG_CUDA(cudaSetDevice(e->dev));
-    ENG_CUDA(cudaMemcpyAsync(e->input, input, in_bytes, cudaMemcpyHostToDevice, e->stream));
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaMemcpyAsync(e->input, input, in_bytes, cudaMemcpyHostToDevice, e->stream));
     SWIN_TRY(swin_engine_enqueue(e, B));
-    ENG_CUDA(cudaMemcpyAsync(logits, e->logits, out_bytes, cudaMemcpyDeviceToHost, e->stream));
+    SWIN_CUDA_TRY(cudaMemcpyAsync(logits, e->logits, out_bytes, cudaMemcpyDeviceToHost, e->stream));
     cudaError_t ce = cudaStreamSynchronize(e->stream);
     if (ce != cudaSuccess)
         return swin_fail(SWIN_ERR_CUDA, "forward of batch %d on cuda:%d failed: %s (SWIN_CUDA_SYNC=1 names the op)",

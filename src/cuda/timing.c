@@ -15,7 +15,7 @@ swin_status swin_cuda_device_info(int index, char *name, size_t size, int *drive
     *runtime = 0;
     cudaDriverGetVersion(driver);
     cudaRuntimeGetVersion(runtime);
-    ENG_CUDA(cudaGetDeviceProperties(&prop, index));
+    SWIN_CUDA_TRY(cudaGetDeviceProperties(&prop, index));
     if (size) {
         strncpy(name, prop.name, size - 1);
         name[size - 1] = '\0';
@@ -33,9 +33,9 @@ static swin_status check_batch(const swin_engine *e, int B) {
 swin_status swin_engine_set_input(swin_engine *e, const float *input, int B) {
     SWIN_TRY(check_batch(e, B));
     size_t bytes = (size_t)B * 3 * e->m->cfg.img_size * e->m->cfg.img_size * sizeof(float);
-    ENG_CUDA(cudaSetDevice(e->dev));
-    ENG_CUDA(cudaMemcpyAsync(e->input, input, bytes, cudaMemcpyHostToDevice, e->stream));
-    ENG_CUDA(cudaStreamSynchronize(e->stream));
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaMemcpyAsync(e->input, input, bytes, cudaMemcpyHostToDevice, e->stream));
+    SWIN_CUDA_TRY(cudaStreamSynchronize(e->stream));
     return SWIN_OK;
 }
 
@@ -46,11 +46,11 @@ typedef swin_status (*enqueue_fn)(swin_engine *e, int B);
 static swin_status timed(swin_engine *e, int B, int warmup, int iters, float *ms, enqueue_fn fn,
                          cudaEvent_t a, cudaEvent_t b) {
     for (int i = 0; i < warmup + iters; i++) {
-        ENG_CUDA(cudaEventRecord(a, e->stream));
+        SWIN_CUDA_TRY(cudaEventRecord(a, e->stream));
         SWIN_TRY(fn(e, B));
-        ENG_CUDA(cudaEventRecord(b, e->stream));
-        ENG_CUDA(cudaEventSynchronize(b));
-        if (i >= warmup) ENG_CUDA(cudaEventElapsedTime(&ms[i - warmup], a, b));
+        SWIN_CUDA_TRY(cudaEventRecord(b, e->stream));
+        SWIN_CUDA_TRY(cudaEventSynchronize(b));
+        if (i >= warmup) SWIN_CUDA_TRY(cudaEventElapsedTime(&ms[i - warmup], a, b));
     }
     return SWIN_OK;
 }
@@ -59,8 +59,8 @@ static swin_status time_loop(swin_engine *e, int B, int warmup, int iters, float
     SWIN_TRY(check_batch(e, B));
     if (warmup < 0 || iters < 1 || !ms) return swin_fail(SWIN_ERR_ARGUMENT, "bad iteration counts");
     cudaEvent_t a = NULL, b = NULL;
-    ENG_CUDA(cudaSetDevice(e->dev));
-    ENG_CUDA(cudaEventCreate(&a));
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaEventCreate(&a));
     cudaError_t ce = cudaEventCreate(&b);
     swin_status st = ce == cudaSuccess ? timed(e, B, warmup, iters, ms, fn, a, b)
                                        : swin_fail(SWIN_ERR_CUDA, "cudaEventCreate: %s", cudaGetErrorString(ce));
@@ -106,11 +106,11 @@ static swin_status profile_passes(swin_engine *e, int B, int passes, swin_prof *
         swin_status st = swin_engine_enqueue_direct(e, B);
         e->prof = NULL;
         SWIN_TRY(st);
-        ENG_CUDA(cudaEventRecord(p->ev[p->n], e->stream));
-        ENG_CUDA(cudaEventSynchronize(p->ev[p->n]));
+        SWIN_CUDA_TRY(cudaEventRecord(p->ev[p->n], e->stream));
+        SWIN_CUDA_TRY(cudaEventSynchronize(p->ev[p->n]));
         for (int i = 0; i < p->n; i++) {
             float t = 0;
-            ENG_CUDA(cudaEventElapsedTime(&t, p->ev[i], p->ev[i + 1]));
+            SWIN_CUDA_TRY(cudaEventElapsedTime(&t, p->ev[i], p->ev[i + 1]));
             int s = p->stage[i] < 0 ? 0 : p->stage[i] > last ? last : p->stage[i];
             out->class_ms[p->cls[i]] += t / passes;
             out->stage_ms[s] += t / passes;
@@ -130,7 +130,7 @@ swin_status swin_engine_profile_forward(swin_engine *e, int B, int passes, swin_
     SWIN_TRY(check_batch(e, B));
     if (passes < 1 || !out) return swin_fail(SWIN_ERR_ARGUMENT, "profile: bad arguments");
     memset(out, 0, sizeof *out);
-    ENG_CUDA(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     swin_prof p = {0};
     p.cap = op_bound(e->m);
     p.ev = calloc((size_t)p.cap + 1, sizeof *p.ev);

@@ -1,0 +1,20 @@
+# clilib.sh - sourced by the cli_*.sh tests (not a test itself): a temporary directory $tmp,
+# removed on exit (a test that needs more clean-up sets its own EXIT trap, which removes $tmp too),
+# the ok/bad counters and the closing tally. A test runs its command with stdout in $tmp/out and
+# stderr in $tmp/err, so that bad can show them.
+#   ok TEXT      one passed check
+#   bad TEXT     one failed check; prints the first 20 lines of $tmp/out and $tmp/err
+#   finish NAME  prints "NAME: P passed, F failed"; status 0 only when none failed and some passed
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+bad() {
+  echo "FAIL $*"
+  head -n 20 "$tmp/out" "$tmp/err" 2>/dev/null | sed 's/^/    /'
+  failed=$((failed + 1))
+}
+finish() {
+  echo "$1: $passed passed, $failed failed"
+  [ $failed -eq 0 ] && [ $passed -gt 0 ]
+}
