@@ -4,6 +4,7 @@
 #define SWIN_ENGINE_H
 
 #include "model.h"
+#include "preprocess.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +17,16 @@ void swin_engine_free(swin_engine *e);
 /* host in [B,3,S,S] fp32 -> host logits [B,classes] fp32 */
 swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits);
 swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
+
+/* ---- images in (src/cuda/images.c): RGB8 host images -> GPU preprocessing into the input
+ * buffer -> forward -> host logits. Bit-identical to the CPU preprocessing. See
+ * swin_forward_images in src/image/preprocess.h (the session checks n and p->size first). */
+swin_status swin_engine_forward_images(swin_engine *e, const swin_preprocess_params *p,
+                                       const swin_image *imgs, int n, float *logits,
+                                       swin_images_timing *timing);
+/* Page-locked host memory (cudaHostAlloc), NULL on failure. */
+void *swin_engine_host_alloc(swin_engine *e, size_t bytes);
+void swin_engine_host_free(swin_engine *e, void *ptr);
 
 /* ---- for `swin bench` (src/cli/cmd_bench.c): timing on device-resident input.
  * Every timer uses CUDA events on the engine's stream; nothing here asserts on times. */

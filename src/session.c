@@ -1,11 +1,14 @@
 /* session.c - a session runs a model on one device: the CPU reference or the CUDA engine. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine.h"
 #include "internal.h"
 #include "layers.h"
+#include "preprocess.h"
 
 struct swin_session {
     const swin_model *model;
@@ -13,6 +16,7 @@ struct swin_session {
     float *scratch;          /* CPU: activations for max_batch (one arena) */
     size_t scratch_floats;
     swin_engine *engine;     /* CUDA */
+    float *images_in;        /* swin_forward_images on the host: [max_batch, 3, S, S], lazily */
 };
 
 swin_session_options swin_session_options_default(void) {
@@ -68,6 +72,7 @@ void swin_session_free(swin_session *s) {
     swin_engine_free(s->engine);
 #endif
     free(s->scratch);
+    free(s->images_in);
     free(s);
 }
 
@@ -91,4 +96,77 @@ swin_status swin_session_describe(const swin_session *s, char *buf, size_t size)
     snprintf(buf, size, "device cpu, fp32, max batch %d\n  activations  %12zu bytes\n",
              s->opt.max_batch, s->scratch_floats * sizeof(float));
     return SWIN_OK;
+}
+
+// ---- images in: preprocessing on the session's device, then the forward
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* CPU preprocessing into a host buffer, then swin_forward (any session) */
+static swin_status forward_images_host(swin_session *s, const swin_preprocess_params *p,
+                                       const swin_image *imgs, int n, float *logits,
+                                       swin_images_timing *timing) {
+    size_t per = swin_preprocess_floats(p);
+    if (!s->images_in) {
+        size_t bytes;
+        if (swin_mul_size(per * sizeof(float), (size_t)s->opt.max_batch, &bytes) ||
+            !(s->images_in = malloc(bytes)))
+            return swin_fail(SWIN_ERR_MEMORY, "cannot allocate the input of %d images of %dx%d",
+                             s->opt.max_batch, p->size, p->size);
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < n; i++)
+        SWIN_TRY(swin_preprocess_image(p, &imgs[i], s->images_in + (size_t)i * per));
+    double t1 = now_ms();
+    SWIN_TRY(swin_forward(s, s->images_in, n, logits));
+    if (timing) *timing = (swin_images_timing){0.0, t1 - t0, now_ms() - t1};
+    return SWIN_OK;
+}
+
+swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p,
+                                const swin_image *imgs, int n, swin_preprocess_device where,
+                                float *logits, swin_images_timing *timing) {
+    if (!s || !p || !imgs || !logits)
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images: NULL argument");
+    if (n < 1 || n > s->opt.max_batch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
+                         n, s->opt.max_batch);
+    int S = s->model->cfg.img_size;
+    if (p->size != S)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d",
+                         p->size, p->size, S, S);
+    for (int i = 0; i < n; i++)
+        if (!imgs[i].rgb || imgs[i].width < 1 || imgs[i].height < 1)
+            return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images: image %d is empty", i);
+    if (where == SWIN_PRE_DEVICE_AUTO) where = s->engine ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
+    if (where == SWIN_PRE_DEVICE_GPU) {
+        if (!s->engine)
+            return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
+#ifdef SWIN_HAVE_CUDA
+        return swin_engine_forward_images(s->engine, p, imgs, n, logits, timing);
+#endif
+    }
+    if (where != SWIN_PRE_DEVICE_CPU)
+        return swin_fail(SWIN_ERR_ARGUMENT, "unknown preprocessing device %d", (int)where);
+    return forward_images_host(s, p, imgs, n, logits, timing);
+}
+
+void *swin_session_host_alloc(swin_session *s, size_t bytes) {
+    if (!s || !bytes) return NULL;
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) return swin_engine_host_alloc(s->engine, bytes);
+#endif
+    return malloc(bytes);
+}
+
+void swin_session_host_free(swin_session *s, void *ptr) {
+    if (!s || !ptr) return;
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) { swin_engine_host_free(s->engine, ptr); return; }
+#endif
+    free(ptr);
 }

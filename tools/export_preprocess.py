@@ -11,7 +11,7 @@ may be redistributed with the project.
 
 reference.safetensors holds
   decoded.<file>               U8 [H, W, 3]  PIL Image.open(file).convert('RGB')
-                                             (16-bit grey PNG: high byte, see src/image.h)
+                                             (16-bit grey PNG: high byte, see src/image/image.h)
   resize.<file>.<interp>.<W>x<H> U8 [H, W, 3] PIL resize of decoded.<file>
   timm.<file>.<k>              F32 [3, S, S] timm.data.create_transform(...) eval transform
   hf.<file>.<k>                F32 [3, S, S] transformers ViTImageProcessorPil (PIL backend)
@@ -110,7 +110,7 @@ def make_images(out):
 
     for name in files:
         im = Image.open(os.path.join(out, name))
-        if im.mode == "I;16":  # PIL clips to 255; we (and src/image.h) keep the high byte
+        if im.mode == "I;16":  # PIL clips to 255; we (and src/image/image.h) keep the high byte
             a = np.array(im).astype(np.uint16) >> 8
             files[name] = np.repeat(a.astype(np.uint8)[..., None], 3, -1)
         else:

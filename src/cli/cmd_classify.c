@@ -3,7 +3,7 @@
  *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device cpu|cuda[:N]] IMAGE... | DIR
  *   swin classify --list FILE ...
  *
- * Images are preprocessed as the model's config says (src/preprocess.h), run through one session
+ * Images are preprocessed as the model's config says (src/image/preprocess.h), run through one session
  * in batches of N, and printed in the order given (directories: sorted, recursive):
  *   text:  "path: label (0.953), label2 (0.021), ..."
  *   json:  {"file": "path", "top": [{"index": 3, "label": "3", "prob": 0.953}, ...]} per line,

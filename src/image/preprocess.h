@@ -21,6 +21,10 @@
 #include "image.h"
 #include "swin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     swin_preprocess_style style;
     swin_interp interp;
@@ -41,8 +45,48 @@ swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, 
 swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out);
 swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *path, float *out);
 
+/* ---- images straight into a session: preprocess on the session's device, then the forward.
+ *
+ *   swin_image imgs[n];                               // any sizes; pixels ideally in memory from
+ *   ...                                               // swin_session_host_alloc (pinned on CUDA)
+ *   swin_status st = swin_forward_images(sess, &pp, imgs, n, SWIN_PRE_DEVICE_AUTO, logits, NULL);
+ *
+ * SWIN_PRE_DEVICE_GPU (AUTO on a CUDA session): the RGB8 pixels are copied to the GPU and
+ * resized, cropped, normalised and laid out there, bit-identical to swin_preprocess_image.
+ * SWIN_PRE_DEVICE_CPU (AUTO on a CPU session): swin_preprocess_image per image on the host.
+ * p->size must equal the model's img_size; 1 <= n <= the session's max batch; logits
+ * [n, num_classes]. timing, when not NULL, receives per-call times (CUDA events on the GPU). */
+typedef enum {
+    SWIN_PRE_DEVICE_AUTO = 0,
+    SWIN_PRE_DEVICE_CPU = 1,
+    SWIN_PRE_DEVICE_GPU = 2
+} swin_preprocess_device;
+
+typedef struct {
+    double upload_ms;       /* host pixels -> device (0 on the CPU path) */
+    double preprocess_ms;   /* resize + crop + normalise (+ layout) */
+    double forward_ms;      /* the model, logits back on the host included */
+} swin_images_timing;
+
+swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p,
+                                const swin_image *imgs, int n, swin_preprocess_device where,
+                                float *logits, swin_images_timing *timing);
+
+/* Host memory for image pixels: page-locked on a CUDA session (faster, asynchronous copies),
+ * plain malloc on the CPU. NULL when it cannot be had. Free with swin_session_host_free on the
+ * same session, before the session is freed. */
+void *swin_session_host_alloc(swin_session *s, size_t bytes);
+void swin_session_host_free(swin_session *s, void *ptr);
+
+/* "cpu" / "gpu" (AUTO prints "auto") */
+const char *swin_preprocess_device_str(swin_preprocess_device d);
+swin_status swin_preprocess_device_parse(const char *s, swin_preprocess_device *out);
+
 /* "timm" / "hf" */
 const char *swin_preprocess_style_str(swin_preprocess_style s);
 swin_status swin_preprocess_style_parse(const char *s, swin_preprocess_style *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

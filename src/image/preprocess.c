@@ -26,6 +26,17 @@ size_t swin_preprocess_floats(const swin_preprocess_params *p) {
     return p->size > 0 ? (size_t)3 * p->size * p->size : 0;
 }
 
+const char *swin_preprocess_device_str(swin_preprocess_device d) {
+    return d == SWIN_PRE_DEVICE_CPU ? "cpu" : d == SWIN_PRE_DEVICE_GPU ? "gpu" : "auto";
+}
+
+swin_status swin_preprocess_device_parse(const char *s, swin_preprocess_device *out) {
+    if (s && !strcmp(s, "cpu")) { *out = SWIN_PRE_DEVICE_CPU; return SWIN_OK; }
+    if (s && !strcmp(s, "gpu")) { *out = SWIN_PRE_DEVICE_GPU; return SWIN_OK; }
+    if (s && !strcmp(s, "auto")) { *out = SWIN_PRE_DEVICE_AUTO; return SWIN_OK; }
+    return swin_fail(SWIN_ERR_ARGUMENT, "preprocess device '%s': expected cpu, gpu or auto", s ? s : "(null)");
+}
+
 const char *swin_preprocess_style_str(swin_preprocess_style s) {
     return s == SWIN_PRE_HF ? "hf" : s == SWIN_PRE_TIMM ? "timm" : "?";
 }

@@ -1,4 +1,4 @@
-/* image.c - read image files into RGB8 with stb_image (see image.h for the conversion rules).
+/* decode.c - read image files into RGB8 with stb_image (see image.h for the conversion rules).
  *
  * stb_image is permissive: it decodes a truncated JPEG, GIF, BMP or TGA without complaint,
  * filling the missing part with grey or black. PIL refuses those ("image file is truncated"),

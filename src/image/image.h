@@ -34,6 +34,10 @@
 #include <stdint.h>
 #include "swin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define SWIN_IMAGE_MAX_SIDE 16384
 #define SWIN_IMAGE_MAX_PIXELS 100000000ll
 #define SWIN_IMAGE_MAX_FILE_BYTES ((size_t)512 << 20)
@@ -53,4 +57,7 @@ void swin_image_free(swin_image *img);
  * (.jpg .jpeg .png .bmp .gif .tga .pnm .ppm .pgm). Used to walk directories. */
 int swin_image_has_extension(const char *path);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
