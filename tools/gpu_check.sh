@@ -5,7 +5,8 @@
 #
 #   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--cpu-dry-run]
 #
-#   1. cJSON / stb: when not installed, the .debs/ packages are unpacked into a temporary prefix
+#   1. cJSON / stb / libjpeg-turbo: when not installed, the .debs/ packages are unpacked into a
+#      temporary prefix
 #   2. configure and build everything in build-gpu/ (build.log)
 #   3. ctest -L gpu, then the rest of the suite (ctest -LE gpu), so together the full suite
 #      runs once (ctest.log)
@@ -57,7 +58,8 @@ step() { echo "== $* ($((SECONDS - T0))s)"; }
 
 # ---- 1. dependencies
 prefix=
-if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/stb/stb_image.h ]; then
+if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/stb/stb_image.h ] ||
+   [ ! -f /usr/include/jpeglib.h ]; then
   if ls .debs/*.deb >/dev/null 2>&1; then
     mkdir -p "$work/deps"
     for f in .debs/*.deb; do dpkg -x "$f" "$work/deps"; done

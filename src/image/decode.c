@@ -1,9 +1,11 @@
-/* decode.c - read image files into RGB8 with stb_image (see image.h for the conversion rules).
+/* decode.c - read image files into RGB8 (see image.h for the conversion rules): JPEG goes to
+ * libjpeg-turbo (jpeg.c), the other formats to stb_image.
  *
- * stb_image is permissive: it decodes a truncated JPEG, GIF, BMP or TGA without complaint,
- * filling the missing part with grey or black. PIL refuses those ("image file is truncated"),
- * so the checks below look for the end of the data before stb sees it.
- * Test: build/test_preprocess (bad-image cases at the end of tests/test_preprocess.c).
+ * stb_image is permissive: it decodes a truncated GIF, BMP or TGA without complaint, filling the
+ * missing part with black. PIL refuses those ("image file is truncated"), so the checks below
+ * look for the end of the data before stb sees it.
+ * Test: build/tests/test_preprocess (bad-image cases at the end of tests/test_preprocess.c),
+ * build/tests/test_jpeg.
  */
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include "image.h"
@@ -16,11 +18,11 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "jpeg.h"
 
 /* ---- stb_image, compiled here only, for the formats we support */
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_PNG
 #define STBI_ONLY_BMP
 #define STBI_ONLY_GIF
@@ -116,41 +118,16 @@ static int too_large(long w, long h) {
     return w > SWIN_IMAGE_MAX_SIDE || h > SWIN_IMAGE_MAX_SIDE || (long long)w * h > SWIN_IMAGE_MAX_PIXELS;
 }
 
-/* ---- completeness checks: 1 when the file stops before its image data does */
-
-/* Walk all marker segments: 0 fine, 1 truncated, 2 a Huffman table stb 2.27 would overflow on
- * (more than 256 codes; stb lacks that check before 2.28). Entropy-coded data after an SOS cannot
- * contain FF followed by anything but 00 or a restart marker, so the next marker is found by
- * scanning; a complete file reaches the end-of-image marker FF D9. */
-static int jpeg_check(const uint8_t *d, size_t n) {
-    size_t p = 2;
-    for (;;) {
-        if (p + 1 >= n) return 1;
-        if (d[p] != 0xFF) return 0; /* malformed: let the decoder say so */
-        uint8_t m = d[p + 1];
-        if (m == 0xFF) { p++; continue; } /* fill byte */
-        if (m == 0xD9) return 0;
-        if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) { p += 2; continue; }
-        if (p + 4 > n) return 1;
-        size_t len = (size_t)d[p + 2] << 8 | d[p + 3];
-        if (len < 2 || p + 2 + len > n) return 1;
-        if (m == 0xC4) { /* DHT: tables of (class/id, 16 counts, symbols) */
-            size_t q = p + 4, end = p + 2 + len;
-            while (q < end) {
-                if (q + 17 > end) return 2;
-                size_t codes = 0;
-                for (int i = 1; i <= 16; i++) codes += d[q + i];
-                if (codes > 256) return 2;
-                q += 17 + codes;
-            }
-        }
-        p += 2 + len;
-        if (m == 0xDA) { /* entropy-coded data up to the next real marker */
-            while (p + 1 < n && !(d[p] == 0xFF && d[p + 1] != 0x00 && !(d[p + 1] >= 0xD0 && d[p + 1] <= 0xD7)))
-                p++;
-        }
-    }
+static swin_status refuse_size(const char *name, const char *format, long w, long h) {
+    return swin_fail(SWIN_ERR_IMAGE, "%s: %s of %ldx%ld pixels is too large (limits: %d per side, %lld in all)",
+                     name, format, w, h, SWIN_IMAGE_MAX_SIDE, SWIN_IMAGE_MAX_PIXELS);
 }
+
+swin_status swin_image_check_size(const char *name, const char *format, long w, long h) {
+    return too_large(w, h) ? refuse_size(name, format, w, h) : SWIN_OK;
+}
+
+/* ---- completeness checks: 1 when the file stops before its image data does */
 
 /* Skip GIF data sub-blocks starting at *p; 1 if the terminator is missing. */
 static int gif_skip_blocks(const uint8_t *d, size_t n, size_t *p) {
@@ -226,7 +203,8 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
     long hw = 0, hh = 0;
     int w = 0, h = 0, comp = 0;
     if (header_size(fmt, d, size, &hw, &hh) && too_large(hw, hh))
-        goto refuse;
+        return refuse_size(name, FORMAT_NAME[fmt], hw, hh);
+    if (fmt == FMT_JPEG) return swin_jpeg_decode(d, size, name, out);
     if (!stbi_info_from_memory(d, (int)size, &w, &h, &comp)) {
         const char *why = stbi_failure_reason();
         if (fmt == FMT_UNKNOWN)
@@ -238,21 +216,11 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
     if (fmt == FMT_UNKNOWN) fmt = FMT_TGA;
     hw = w;
     hh = h;
-    if (w <= 0 || h <= 0 || too_large(w, h)) {
-    refuse:
-        return swin_fail(SWIN_ERR_IMAGE, "%s: %s of %ldx%ld pixels is too large (limits: %d per side, "
-                         "%lld in all)", name, FORMAT_NAME[fmt], hw, hh, SWIN_IMAGE_MAX_SIDE,
-                         SWIN_IMAGE_MAX_PIXELS);
-    }
+    if (w <= 0 || h <= 0 || too_large(w, h)) return refuse_size(name, FORMAT_NAME[fmt], hw, hh);
 
     uint8_t *copy = NULL;
     int truncated = 0;
     switch (fmt) {
-    case FMT_JPEG:
-        truncated = jpeg_check(d, size);
-        if (truncated == 2)
-            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (a Huffman table with more than 256 codes)", name);
-        break;
     case FMT_BMP: truncated = bmp_truncated(d, size); break;
     case FMT_TGA: truncated = tga_truncated(d, size); break;
     case FMT_GIF:

@@ -6,21 +6,26 @@
  *   ... img.rgb[(y * img.width + x) * 3 + c] ...
  *   swin_image_free(&img);
  *
- * Formats (stb_image): JPEG (baseline, progressive), PNG (grey, palette, alpha, 1..16 bit,
- * interlaced), BMP (uncompressed), GIF (first frame), TGA, PNM (P5/P6).
- * Conversion rules (checked against Pillow in tests/test_preprocess.c):
+ * Formats: JPEG through libjpeg-turbo (baseline, progressive, arithmetic-coded; greyscale, YCbCr,
+ * RGB, CMYK/YCCK; 8-bit only, 12-bit is refused as Pillow refuses it); through stb_image PNG (grey,
+ * palette, alpha, 1..16 bit, interlaced), BMP (uncompressed), GIF (first frame), TGA, PNM (P5/P6).
+ * Conversion rules (checked against Pillow in tests/test_preprocess.c and tests/test_jpeg.c):
+ *   JPEG pixels are Pillow's exactly: libjpeg-turbo (which Pillow's wheels bundle too) with
+ *   Pillow's settings (ISLOW IDCT, fancy upsampling, no scaling); 4-component files are read as
+ *   Adobe (inverted) CMYK and converted with Pillow's cmyk2rgb formula, as Pillow does;
  *   grey is replicated to R=G=B; alpha is dropped, not blended (PIL convert('RGB'));
  *   palette images take the palette colour, also for the transparent index (GIF and PNG);
  *   16-bit samples keep their high byte (v >> 8). PIL does the same for 16-bit RGB, RGBA and
  *   grey+alpha PNGs, but clips 16-bit *grey* PNGs to min(v, 255) (mode I;16), which turns
  *   most such images white; we keep the high byte there on purpose.
  *   EXIF orientation is ignored (PIL ignores it too unless ImageOps.exif_transpose is called).
- * JPEG decoding is stb's own IDCT/upsampling, not libjpeg-turbo's: values differ from PIL's by
- * 1-3 levels on some pixels (on 48 ImageNet photos 98% identical on average, 92% at worst), and
- * stb's 4:2:2 upsampler weighs the last-but-one column the wrong way round (up to ~20 levels
- * there). Lossless formats decode identically to PIL (tests/test_preprocess.c prints both).
- * Malformed files: truncated JPEG/GIF/BMP/TGA data is refused (stb would fill it in) and JPEG
- * Huffman tables with more than 256 codes are refused (stb 2.27 overflows on them).
+ * Apart from 16-bit grey PNGs, every format decodes identically to PIL (the tests print both).
+ * Malformed files: truncated files are refused (PIL: "image file is truncated"; stb and libjpeg
+ * would fill the rest in). A JPEG is refused on any libjpeg error or warning about its data;
+ * warnings that leave every pixel intact (junk bytes between header segments or before the
+ * end marker, unknown JFIF/Adobe version codes) are ignored, as Pillow ignores them. Damage
+ * inside JPEG entropy-coded data is not always detectable (no checksum): such files may decode
+ * to wrong pixels, as they do in Pillow.
  * Limits: files up to SWIN_IMAGE_MAX_FILE_BYTES; the header is checked before decoding and
  * images over SWIN_IMAGE_MAX_SIDE per side or SWIN_IMAGE_MAX_PIXELS in all are refused
  * without allocating pixel memory.

@@ -1,0 +1,178 @@
+/* jpeg.c - JPEG decoding with libjpeg-turbo, pixel for pixel as Pillow decodes.
+ *
+ * Pillow's settings (libImaging/JpegDecode.c, PIL/JpegImagePlugin.py): ISLOW IDCT, fancy
+ * upsampling, no scaling, and a mode chosen by the number of components: 1 -> "L" (convert('RGB')
+ * replicates it), 3 -> "RGB" (libjpeg guesses YCbCr or RGB from the JFIF / Adobe markers),
+ * 4 -> "CMYK" read with rawmode "CMYK;I" (Adobe's inverted polarity, assumed for every 4-component
+ * file) and turned into RGB by Pillow's cmyk2rgb (libImaging/Convert.c).
+ *
+ * libjpeg reports trouble in two ways: errors (error_exit, whose default calls exit()) and
+ * warnings (emit_message with level -1, after which it pads the data and carries on). Both jump
+ * back here with longjmp. Warnings refuse the image, like Pillow's "image file is truncated" for
+ * a premature end of file, except the ones that leave every pixel intact: an unknown JFIF
+ * revision or Adobe transform code, a bad ICC marker, and junk bytes between the header
+ * segments or before the end-of-image marker (Pillow opens all of those).
+ * Pixels are decoded straight into the caller's RGB rows; no state outside the call.
+ * Test: build/tests/test_jpeg <source dir> (fixtures from tools/export_jpeg.py).
+ */
+#include "jpeg.h"
+
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
+#include <stdlib.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+#ifndef JCS_EXTENSIONS
+#error "libjpeg-turbo is needed (Debian: libjpeg62-turbo-dev); this jpeglib.h is another libjpeg"
+#endif
+
+#include "internal.h"
+
+typedef enum { FAIL_CORRUPT, FAIL_TRUNCATED, FAIL_UNSUPPORTED, FAIL_MEMORY } fail_kind;
+
+typedef struct {
+    struct jpeg_error_mgr pub; /* first: libjpeg casts cinfo->err to this struct */
+    jmp_buf jump;
+    int in_header;             /* 1 while jpeg_read_header runs */
+    fail_kind kind;
+    char msg[JMSG_LENGTH_MAX];
+} error_mgr;
+
+typedef struct {
+    struct jpeg_decompress_struct cinfo;
+    error_mgr err;
+} decoder;
+
+// ---- error manager: record the message and jump back; never print, never exit
+static _Noreturn void fail_jump(j_common_ptr c, fail_kind kind) {
+    error_mgr *e = (error_mgr *)c->err;
+    e->kind = kind;
+    (*c->err->format_message)(c, e->msg);
+    longjmp(e->jump, 1);
+}
+
+static void on_error(j_common_ptr c) {
+    switch (c->err->msg_code) {
+    case JERR_OUT_OF_MEMORY: fail_jump(c, FAIL_MEMORY);
+    case JERR_BAD_PRECISION:
+    case JERR_ARITH_NOTIMPL:
+    case JERR_NOT_COMPILED:
+    case JERR_NOTIMPL:
+    case JERR_CONVERSION_NOTIMPL: fail_jump(c, FAIL_UNSUPPORTED);
+    default: fail_jump(c, FAIL_CORRUPT);
+    }
+}
+
+static void on_message(j_common_ptr c, int level) {
+    if (level >= 0) return; /* trace messages */
+    const error_mgr *e = (const error_mgr *)c->err;
+    switch (c->err->msg_code) {
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_BOGUS_ICC: return;
+    case JWRN_EXTRANEOUS_DATA: /* msg_parm.i[1]: the marker the junk came before */
+        if (e->in_header || c->err->msg_parm.i[1] == 0xD9) return;
+        break;
+    case JWRN_JPEG_EOF: fail_jump(c, FAIL_TRUNCATED);
+    default: break;
+    }
+    fail_jump(c, FAIL_CORRUPT);
+}
+
+static void no_output(j_common_ptr c) { (void)c; }
+
+// ---- colour conversion
+/* Pillow: unpackCMYKI inverts libjpeg's CMYK (v -> 255 - v), then cmyk2rgb gives
+ * CLIP8(nk - MULDIV255(c, nk)) with nk = 255 - k and MULDIV255(a, b) = (t + (t >> 8)) >> 8,
+ * t = a * b + 128. With the inversion folded in: nk is libjpeg's K byte, c = 255 - its C byte. */
+static void cmyk_row_to_rgb(uint8_t *rgb, const uint8_t *cmyk, unsigned w) {
+    for (unsigned x = 0; x < w; x++, rgb += 3, cmyk += 4) {
+        int nk = cmyk[3];
+        for (int k = 0; k < 3; k++) {
+            int t = (255 - cmyk[k]) * nk + 128;
+            int v = nk - (((t >> 8) + t) >> 8);
+            rgb[k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+}
+
+/* The first w bytes of the row are grey; spread them to RGB from the end backwards. */
+static void grey_row_to_rgb(uint8_t *row, unsigned w) {
+    for (unsigned x = w; x-- > 0;) row[3 * x] = row[3 * x + 1] = row[3 * x + 2] = row[x];
+}
+
+// ---- decoding
+/* Runs with setjmp armed. d and out are not local to this function, so what is written to them
+ * survives the longjmp: out takes the pixel buffer as soon as it exists (the caller frees it). */
+static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name, swin_image *out) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (setjmp(d->err.jump)) {
+        static const char *const WHAT[] = {"corrupt JPEG", "truncated JPEG", "unsupported JPEG",
+                                           "out of memory decoding JPEG"};
+        return swin_fail(d->err.kind == FAIL_MEMORY ? SWIN_ERR_MEMORY : SWIN_ERR_IMAGE, "%s: %s (%s)",
+                         name, WHAT[d->err.kind], d->err.msg);
+    }
+    jpeg_create_decompress(c);
+    jpeg_mem_src(c, data, (unsigned long)size);
+    d->err.in_header = 1;
+    jpeg_read_header(c, TRUE);
+    d->err.in_header = 0;
+
+    unsigned w = c->image_width, h = c->image_height;
+    int nc = c->num_components;
+    if (nc != 1 && nc != 3 && nc != 4)
+        return swin_fail(SWIN_ERR_IMAGE, "%s: unsupported JPEG (%d components; 1, 3 or 4 are read)", name, nc);
+    swin_status st = swin_image_check_size(name, "JPEG", (long)w, (long)h);
+    if (st != SWIN_OK) return st;
+    /* Pillow's settings, spelled out even where they are libjpeg's defaults */
+    c->out_color_space = nc == 1 ? JCS_GRAYSCALE : nc == 3 ? JCS_EXT_RGB : JCS_CMYK;
+    c->dct_method = JDCT_ISLOW;
+    c->do_fancy_upsampling = TRUE;
+    c->scale_num = c->scale_denom = 1;
+
+    size_t stride = (size_t)w * 3;
+    uint8_t *rgb = out->rgb = malloc(stride * h);
+    if (!rgb) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%ux%u JPEG)", name, w, h);
+    jpeg_start_decompress(c);
+    if (c->output_width != w || c->output_height != h)
+        return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (%ux%u in the header, %ux%u decoded)", name, w, h,
+                         c->output_width, c->output_height);
+
+    /* CMYK rows are wider than RGB ones: they go through a scratch buffer from libjpeg's pool */
+    JSAMPARRAY cmyk = nc == 4 ? (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, w * 4,
+                                                         (JDIMENSION)c->rec_outbuf_height) : NULL;
+    while (c->output_scanline < h) {
+        unsigned y = c->output_scanline, n;
+        if (cmyk) {
+            n = jpeg_read_scanlines(c, cmyk, (JDIMENSION)c->rec_outbuf_height);
+            for (unsigned i = 0; i < n; i++) cmyk_row_to_rgb(rgb + (y + i) * stride, cmyk[i], w);
+        } else {
+            JSAMPROW rows[16];
+            unsigned want = h - y < 16 ? h - y : 16;
+            for (unsigned i = 0; i < want; i++) rows[i] = rgb + (y + i) * stride;
+            n = jpeg_read_scanlines(c, rows, want);
+            if (nc == 1)
+                for (unsigned i = 0; i < n; i++) grey_row_to_rgb(rows[i], w);
+        }
+        if (n == 0) /* only a suspending data source returns 0; ours never suspends */
+            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no rows decoded at row %u)", name, y);
+    }
+    jpeg_finish_decompress(c); /* reads up to the end-of-image marker: a missing one is truncation */
+    out->width = (int)w;
+    out->height = (int)h;
+    return SWIN_OK;
+}
+
+swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image *out) {
+    *out = (swin_image){0};
+    decoder d = {0};
+    d.cinfo.err = jpeg_std_error(&d.err.pub);
+    d.err.pub.error_exit = on_error;
+    d.err.pub.emit_message = on_message;
+    d.err.pub.output_message = no_output;
+    swin_status st = run(&d, data, size, name, out);
+    jpeg_destroy_decompress(&d.cinfo);
+    if (st != SWIN_OK) swin_image_free(out);
+    return st;
+}
