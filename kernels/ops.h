@@ -71,6 +71,78 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
                                        swin_attn_impl impl, void *workspace, void *cublas,
                                        cudaStream_t st);
 
+/* ---- image preprocessing (kernels/preprocess.cu): RGB8 images of any sizes -> the model input
+ * out [n, 3, S, S] fp32, bit-identical to swin_preprocess_image (src/image/preprocess.c).
+ * Every image comes with a record (below) made on the host from its swin_resize_plan
+ * (src/image/resize.h), and the plan's coefficient blocks packed into one int32 array, so the GPU
+ * applies exactly the CPU's fixed-point weights. Pass 1 writes the RGB8 intermediate of images
+ * that have one into tmp; pass 2 does the second resize pass (or the nearest lookup, or a copy),
+ * the crop/pad (0 outside the resized image), the normalisation and the CHW layout.
+ * Records hold byte / element offsets, not pointers, so a caller whose pixels are already on the
+ * device (a GPU decoder) packs them the same way: src is any device buffer. */
+typedef enum { SWIN_PRE_NEAREST = 0, SWIN_PRE_H_FIRST = 1, SWIN_PRE_V_FIRST = 2 } swin_pre_mode;
+
+typedef struct {
+    long long src;            /* byte offset in src of the image's RGB8 pixels [h, w, 3] */
+    long long tmp;            /* byte offset in tmp of its intermediate (swin_pre_tmp_pixels * 3 bytes) */
+    long long coef_h, coef_v; /* int32 offsets in coef of the plan's h and v axis blocks
+                               * ([first | count | k], swin_resize_axis.len values; unused: 0) */
+    int w, h;                 /* source size */
+    int wx0, wy0;             /* output pixel (x, y) is resized pixel (wx0 + x, wy0 + y) */
+    int ix0, ix1, iy0, iy1;   /* the visible part of the window (resized coordinates) */
+    int mode;                 /* swin_pre_mode: nearest, or the filters' pass order */
+    int need_h, need_v;       /* filters: the pass along that axis runs (else a copy) */
+    int r0, r1, c0, c1;       /* filters: the intermediate's source rows (H_FIRST) / columns (V_FIRST) */
+    int ksize_h, ksize_v;     /* filters: row stride of each axis's weights */
+} swin_pre_image;
+
+typedef struct {
+    int n, size;                  /* images; output side S */
+    swin_preprocess_style style;  /* SWIN_PRE_TIMM or SWIN_PRE_HF: how u8 becomes [0, 1] */
+    float mean[3], std[3];
+    const swin_pre_image *img;    /* host [n] */
+    const int32_t *coef;          /* host [n_coef] (may be NULL when n_coef is 0) */
+    size_t n_coef;
+} swin_pre_batch;
+
+#ifdef __CUDACC__
+#define SWIN_PRE_HD __host__ __device__
+#else
+#define SWIN_PRE_HD
+#endif
+
+/* Pixels of an image's intermediate: the horizontal pass of rows [r0, r1) (H_FIRST with need_h),
+ * or the vertical pass of columns [c0, c1) (V_FIRST); 0 when there is none (the second pass then
+ * reads the source itself). */
+static inline SWIN_PRE_HD long long swin_pre_tmp_pixels(const swin_pre_image *r) {
+    long long nx = r->ix1 - r->ix0, ny = r->iy1 - r->iy0;
+    if (nx <= 0 || ny <= 0) return 0;
+    if (r->mode == SWIN_PRE_H_FIRST && r->need_h) return (long long)(r->r1 - r->r0) * nx;
+    if (r->mode == SWIN_PRE_V_FIRST) return ny * (r->c1 - r->c0);
+    return 0;
+}
+
+/* Layout of the device copy of the plan ("meta"): n records at 0, the coefficients at
+ * swin_pre_meta_coef_offset(n); swin_pre_meta_bytes in all. A host copy in the same layout is
+ * uploaded in one transfer. */
+static inline size_t swin_pre_meta_coef_offset(int n) {
+    return ((size_t)n * sizeof(swin_pre_image) + 255u) & ~(size_t)255u;
+}
+static inline size_t swin_pre_meta_bytes(int n, size_t n_coef) {
+    return swin_pre_meta_coef_offset(n) + n_coef * sizeof(int32_t);
+}
+
+/* out (device) [b->n, 3, S, S] <- the images in src (device, src_bytes), through tmp (device,
+ * tmp_bytes; NULL / 0 when no image needs an intermediate). meta: device scratch of at least
+ * swin_pre_meta_bytes(b->n, b->n_coef) bytes, 16-byte aligned (cudaMalloc's are); the op copies b->img and b->coef
+ * there on st (asynchronously when they are in page-locked memory: leave them unchanged until st
+ * has passed this op). Every record is checked against the buffer sizes and every tap against its
+ * image, so a bad plan is refused (SWIN_ERR_ARGUMENT) instead of read out of bounds. 1 <= n <= 65536,
+ * 1 <= S <= 16384. Intermediates of different images must not overlap. */
+swin_status swin_preprocess_cuda(float *out, const uint8_t *src, size_t src_bytes, uint8_t *tmp,
+                                 size_t tmp_bytes, void *meta, size_t meta_bytes,
+                                 const swin_pre_batch *b, cudaStream_t st);
+
 #ifdef __cplusplus
 }
 #endif

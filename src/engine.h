@@ -24,6 +24,19 @@ swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
 swin_status swin_engine_forward_images(swin_engine *e, const swin_preprocess_params *p,
                                        const swin_image *imgs, int n, float *logits,
                                        swin_images_timing *timing);
+/* The same where on_device[i] (NULL: none) says image i's pixels are in device memory (decoded
+ * by nvJPEG): those are copied on the device instead of uploaded. */
+swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_params *p,
+                                          const swin_image *imgs, const int *on_device, int n, float *logits,
+                                          swin_images_timing *timing);
+/* The GPU preprocessing alone, for tests and tools: n host images -> out [n, 3, p->size, p->size]
+ * fp32 in device memory (the caller's buffer; any size, any n up to 65536), synchronised on return. */
+swin_status swin_engine_preprocess_images(swin_engine *e, const swin_preprocess_params *p,
+                                          const swin_image *imgs, int n, float *out_dev);
+/* The same for pixels already on the device (a GPU decoder's output): imgs[i].rgb are device
+ * pointers to [height, width, 3] inside src [src_bytes]; nothing is uploaded but the plan. */
+swin_status swin_engine_preprocess_device(swin_engine *e, const swin_preprocess_params *p, const uint8_t *src,
+                                          size_t src_bytes, const swin_image *imgs, int n, float *out_dev);
 /* Page-locked host memory (cudaHostAlloc), NULL on failure. */
 void *swin_engine_host_alloc(swin_engine *e, size_t bytes);
 void swin_engine_host_free(swin_engine *e, void *ptr);

@@ -92,6 +92,8 @@ struct swin_engine {
 
     swin_prof *prof;            /* non-NULL only inside swin_engine_profile_forward */
     int cur_stage;              /* stage being enqueued, for the profile */
+
+    struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
 };
 
 /* Size (base == NULL) or place (base != NULL) every region; fills e->region, the pointers and
@@ -105,6 +107,11 @@ swin_status swin_arena_upload(swin_engine *e);
 swin_status swin_engine_enqueue(swin_engine *e, int B);
 swin_status swin_engine_enqueue_direct(swin_engine *e, int B);
 swin_status swin_engine_enqueue_attention(swin_engine *e, int B);
+/* The forward of batch B from e->input (already written, or enqueued on e->stream) to host logits:
+ * enqueue it and the logits copy, record `done` when not NULL, synchronise (engine.c). */
+swin_status swin_engine_forward_device(swin_engine *e, int B, float *logits, cudaEvent_t done);
+/* Release the GPU preprocessing scratch (images.c); called by swin_engine_free. */
+void swin_engine_images_free(swin_engine *e);
 /* Human-readable plan. */
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size);
 

@@ -283,6 +283,7 @@ void swin_engine_free(swin_engine *e) {
     if (!e) return;
     cudaSetDevice(e->dev);
     if (e->stream) cudaStreamSynchronize(e->stream);
+    swin_engine_images_free(e);
     for (int b = 0; e->graphs && b <= e->opt.max_batch; b++)
         if (e->graphs[b]) cudaGraphExecDestroy(e->graphs[b]);
     swin_gemm_free(e->gemm);
@@ -302,11 +303,16 @@ swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float
                          B, e->opt.max_batch);
     const swin_config *c = &e->m->cfg;
     size_t in_bytes = (size_t)B * 3 * c->img_size * c->img_size * sizeof(float);
-    size_t out_bytes = (size_t)B * c->num_classes * sizeof(float);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     SWIN_CUDA_TRY(cudaMemcpyAsync(e->input, input, in_bytes, cudaMemcpyHostToDevice, e->stream));
+    return swin_engine_forward_device(e, B, logits, NULL);
+}
+
+swin_status swin_engine_forward_device(swin_engine *e, int B, float *logits, cudaEvent_t done) {
+    size_t out_bytes = (size_t)B * e->m->cfg.num_classes * sizeof(float);
     SWIN_TRY(swin_engine_enqueue(e, B));
     SWIN_CUDA_TRY(cudaMemcpyAsync(logits, e->logits, out_bytes, cudaMemcpyDeviceToHost, e->stream));
+    if (done) SWIN_CUDA_TRY(cudaEventRecord(done, e->stream));
     cudaError_t ce = cudaStreamSynchronize(e->stream);
     if (ce != cudaSuccess)
         return swin_fail(SWIN_ERR_CUDA, "forward of batch %d on cuda:%d failed: %s (SWIN_CUDA_SYNC=1 names the op)",

@@ -6,7 +6,9 @@
  * first when the height shrinks much more than the width; older Pillow always went horizontal
  * first, so results on such shapes differ by 1 level between Pillow versions). Arithmetic is kept in the same order and the
  * same types so that results match bit for bit; the windowed form computes only the
- * coefficients and rows that the window needs.
+ * coefficients and rows that the window needs. A resize is a plan (swin_resize_plan: pass order,
+ * regions, coefficients) then its application; the GPU path (kernels/preprocess.cu) applies the
+ * same plan, so the CPU and the GPU share one source of coefficients.
  * Test: build/test_preprocess (>= 99.9% of pixels identical to PIL, none more than 1 apart).
  */
 #include "resize.h"
@@ -32,8 +34,7 @@ static double bicubic_filter(double x) {
     return 0.0;
 }
 
-/* 8 bits for the result, 2 for overflow and sign of the negative lobes */
-#define PRECISION_BITS (32 - 8 - 2)
+#define PRECISION_BITS SWIN_RESIZE_PRECISION_BITS
 
 static uint8_t clip8(int64_t ss) {
     if (ss < 0) return 0;
@@ -43,41 +44,32 @@ static uint8_t clip8(int64_t ss) {
 
 /* ---- coefficients: for outputs o0 .. o0+n-1 of a resize from in_size to out_size,
  * first[i] / count[i] name the input taps and k[i * ksize ..] their fixed-point weights. */
-typedef struct {
-    int ksize;
-    int *first, *count;
-    int32_t *k;
-} coeffs;
-
-static void coeffs_free(coeffs *c) {
-    free(c->first);
-    free(c->count);
-    free(c->k);
-    *c = (coeffs){0};
-}
-
 static swin_status coeffs_make(int in_size, int out_size, int o0, int n, swin_interp interp,
-                               coeffs *c) {
+                               swin_resize_axis *c) {
     double (*filter)(double) = interp == SWIN_INTERP_BICUBIC ? bicubic_filter : bilinear_filter;
     double fsupport = interp == SWIN_INTERP_BICUBIC ? 2.0 : 1.0;
     double scale = (double)in_size / out_size, filterscale = scale;
     if (filterscale < 1.0) filterscale = 1.0;
     double support = fsupport * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
-    size_t nk;
-    *c = (coeffs){0};
-    if (swin_mul_size((size_t)n, (size_t)ksize, &nk) || nk > ((size_t)1 << 31))
+    size_t nk, len;
+    *c = (swin_resize_axis){0};
+    if (swin_mul_size((size_t)n, (size_t)ksize, &nk) || nk > ((size_t)1 << 31) ||
+        swin_add_size(nk, (size_t)2 * n, &len))
         return swin_fail(SWIN_ERR_ARGUMENT, "resize %d -> %d: too many coefficients", in_size, out_size);
-    c->ksize = ksize;
-    c->first = malloc((size_t)n * sizeof *c->first);
-    c->count = malloc((size_t)n * sizeof *c->count);
-    c->k = calloc(nk, sizeof *c->k);
+    int32_t *block = calloc(len, sizeof *block);
     double *kd = malloc((size_t)ksize * sizeof *kd);
-    if (!c->first || !c->count || !c->k || !kd) {
+    if (!block || !kd) {
         free(kd);
-        coeffs_free(c);
+        free(block);
         return swin_fail(SWIN_ERR_MEMORY, "resize %d -> %d: out of memory", in_size, out_size);
     }
+    c->n = n;
+    c->ksize = ksize;
+    c->first = block;
+    c->count = block + n;
+    c->k = block + 2 * (size_t)n;
+    c->len = len;
     for (int i = 0; i < n; i++) {
         int xx = o0 + i;
         double center = 0.0 + (xx + 0.5) * scale;
@@ -105,39 +97,104 @@ static swin_status coeffs_make(int in_size, int out_size, int o0, int n, swin_in
     return SWIN_OK;
 }
 
-/* ---- nearest: ImagingScaleAffine with a = (sw/dw, 0, 0, 0, sh/dh, 0). Writes output pixels
- * [x0, x0 + nx) x [y0, y0 + ny) (inside [0, dw) x [0, dh)) to out, rows `stride` pixels apart. */
-static swin_status nearest_window(const uint8_t *src, int sw, int sh, int dw, int dh, int x0, int y0,
-                                  int nx, int ny, uint8_t *out, size_t stride) {
-    double ax = (double)sw / dw, ay = (double)sh / dh;
-    double xo = 0.0 + ax * 0.5, yo = 0.0 + ay * 0.5;
-    int *xin = malloc((size_t)nx * sizeof *xin);
-    if (!xin) return swin_fail(SWIN_ERR_MEMORY, "resize: out of memory");
+/* ---- nearest: ImagingScaleAffine with a = (in/out, 0, 0, 0, ...). first[i] is the source index
+ * of output o0 + i along one axis, -1 when it falls outside the source. */
+static swin_status nearest_make(int in_size, int out_size, int o0, int n, swin_resize_axis *c) {
+    *c = (swin_resize_axis){0};
+    c->first = malloc((size_t)n * sizeof *c->first);
+    if (!c->first) return swin_fail(SWIN_ERR_MEMORY, "resize %d -> %d: out of memory", in_size, out_size);
+    c->n = n;
+    c->len = (size_t)n;
+    double a = (double)in_size / out_size;
+    double pos = 0.0 + a * 0.5;
     /* positions are accumulated from 0 as Pillow does, so the rounding drift is the same */
-    for (int x = 0; x < x0 + nx; x++, xo += ax) {
-        int xi = xo < 0.0 ? -1 : (int)xo;
-        if (x >= x0) xin[x - x0] = xi < sw ? xi : -1;
+    for (int x = 0; x < o0 + n; x++, pos += a) {
+        int xi = pos < 0.0 ? -1 : (int)pos;
+        if (x >= o0) c->first[x - o0] = xi < in_size ? xi : -1;
     }
-    for (int y = 0; y < y0 + ny; y++, yo += ay) {
-        int yi = yo < 0.0 ? -1 : (int)yo;
-        if (y < y0 || yi < 0 || yi >= sh) continue;
-        const uint8_t *in = src + (size_t)yi * sw * 3;
-        uint8_t *o = out + (size_t)(y - y0) * stride * 3;
-        for (int x = 0; x < nx; x++)
-            if (xin[x] >= 0) memcpy(o + x * 3, in + (size_t)xin[x] * 3, 3);
-    }
-    free(xin);
     return SWIN_OK;
 }
 
-/* ---- the two passes. Images are RGB8 with rows `stride` pixels apart.
- * Horizontal: out[y][xx] = sum_x in[y][first[xx] - col0 + x] * k[xx][x], for n outputs. */
-static void pass_h(const uint8_t *in, size_t in_stride, int col0, int rows, const coeffs *c, int n,
+/* [lo, hi) of the input taps used by a set of coefficients */
+static void tap_range(const swin_resize_axis *c, int *lo, int *hi) {
+    *lo = c->first[0];
+    *hi = c->first[0] + c->count[0];
+    for (int i = 1; i < c->n; i++) {
+        if (c->first[i] < *lo) *lo = c->first[i];
+        if (c->first[i] + c->count[i] > *hi) *hi = c->first[i] + c->count[i];
+    }
+}
+
+// ---- the plan
+
+void swin_resize_plan_free(swin_resize_plan *plan) {
+    if (!plan) return;
+    free(plan->h.first); /* first is the start of each axis's one block */
+    free(plan->v.first);
+    plan->h = plan->v = (swin_resize_axis){0};
+}
+
+swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int wy0, int ww, int wh,
+                                  swin_interp interp, swin_resize_plan *plan) {
+    swin_resize_plan *pl = plan;
+    if (!pl) return swin_fail(SWIN_ERR_ARGUMENT, "resize: NULL plan");
+    *pl = (swin_resize_plan){0};
+    if (sw < 1 || sh < 1 || dw < 1 || dh < 1 || ww < 1 || wh < 1)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize %dx%d -> %dx%d (window %dx%d): bad size", sw, sh,
+                         dw, dh, ww, wh);
+    if (interp != SWIN_INTERP_NEAREST && interp != SWIN_INTERP_BILINEAR && interp != SWIN_INTERP_BICUBIC)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize: unknown interpolation %d", (int)interp);
+    pl->interp = interp;
+    pl->sw = sw, pl->sh = sh, pl->dw = dw, pl->dh = dh;
+    pl->wx0 = wx0, pl->wy0 = wy0, pl->ww = ww, pl->wh = wh;
+    pl->ix0 = wx0 > 0 ? wx0 : 0, pl->ix1 = wx0 + ww < dw ? wx0 + ww : dw;
+    pl->iy0 = wy0 > 0 ? wy0 : 0, pl->iy1 = wy0 + wh < dh ? wy0 + wh : dh;
+    pl->h_first = 1;
+    if (pl->ix0 >= pl->ix1 || pl->iy0 >= pl->iy1) { /* the window misses the image: all zero */
+        pl->ix1 = pl->ix0;
+        pl->iy1 = pl->iy0;
+        pl->r0 = pl->r1 = pl->iy0;
+        pl->c0 = pl->c1 = pl->ix0;
+        return SWIN_OK;
+    }
+    int ix0 = pl->ix0, iy0 = pl->iy0, nx = pl->ix1 - pl->ix0, ny = pl->iy1 - pl->iy0;
+    pl->r0 = pl->iy0, pl->r1 = pl->iy1, pl->c0 = pl->ix0, pl->c1 = pl->ix1;
+    swin_status st;
+    if (interp == SWIN_INTERP_NEAREST) {
+        if ((st = nearest_make(sw, dw, ix0, nx, &pl->h)) == SWIN_OK)
+            st = nearest_make(sh, dh, iy0, ny, &pl->v);
+        if (st != SWIN_OK) swin_resize_plan_free(pl);
+        return st;
+    }
+    pl->need_h = dw != sw;
+    pl->need_v = dh != sh;
+    /* Pillow 13: "if height is being scaled down more than twice the amount the width is, run
+     * the vertical pass first". The order changes the intermediate rounding, so follow it. */
+    int64_t dy = (int64_t)sh - dh, dx = (int64_t)sw - dw;
+    pl->h_first = !(dy > 0 && dy > dx * 2);
+    st = SWIN_OK;
+    if (pl->need_v) st = coeffs_make(sh, dh, iy0, ny, interp, &pl->v);
+    if (st == SWIN_OK && pl->need_h) st = coeffs_make(sw, dw, ix0, nx, interp, &pl->h);
+    if (st != SWIN_OK) {
+        swin_resize_plan_free(pl);
+        return st;
+    }
+    /* the intermediate: source rows r0..r1 x window columns (horizontal first), or window rows x
+     * source columns c0..c1 (vertical first) */
+    if (pl->need_v && pl->h_first) tap_range(&pl->v, &pl->r0, &pl->r1);
+    if (pl->need_h && !pl->h_first) tap_range(&pl->h, &pl->c0, &pl->c1);
+    return SWIN_OK;
+}
+
+// ---- applying a plan on the CPU. Images are RGB8 with rows `stride` pixels apart.
+
+/* Horizontal: out[y][xx] = sum_x in[y][first[xx] - col0 + x] * k[xx][x], for c->n outputs. */
+static void pass_h(const uint8_t *in, size_t in_stride, int col0, int rows, const swin_resize_axis *c,
                    uint8_t *out, size_t out_stride) {
     for (int y = 0; y < rows; y++) {
         const uint8_t *row = in + (size_t)y * in_stride * 3;
         uint8_t *o = out + (size_t)y * out_stride * 3;
-        for (int xx = 0; xx < n; xx++) {
+        for (int xx = 0; xx < c->n; xx++) {
             const int32_t *k = c->k + (size_t)xx * c->ksize;
             const uint8_t *p = row + (size_t)(c->first[xx] - col0) * 3;
             int64_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
@@ -153,10 +210,10 @@ static void pass_h(const uint8_t *in, size_t in_stride, int col0, int rows, cons
     }
 }
 
-/* Vertical: out[yy][x] = sum_y in[first[yy] - row0 + y][x] * k[yy][y], for n output rows. */
-static void pass_v(const uint8_t *in, size_t in_stride, int row0, int cols, const coeffs *c, int n,
+/* Vertical: out[yy][x] = sum_y in[first[yy] - row0 + y][x] * k[yy][y], for c->n output rows. */
+static void pass_v(const uint8_t *in, size_t in_stride, int row0, int cols, const swin_resize_axis *c,
                    uint8_t *out, size_t out_stride) {
-    for (int yy = 0; yy < n; yy++) {
+    for (int yy = 0; yy < c->n; yy++) {
         const int32_t *k = c->k + (size_t)yy * c->ksize;
         const uint8_t *base = in + (size_t)(c->first[yy] - row0) * in_stride * 3;
         uint8_t *o = out + (size_t)yy * out_stride * 3;
@@ -168,16 +225,6 @@ static void pass_v(const uint8_t *in, size_t in_stride, int row0, int cols, cons
     }
 }
 
-/* [lo, hi) of the input taps used by a set of coefficients */
-static void tap_range(const coeffs *c, int n, int *lo, int *hi) {
-    *lo = c->first[0];
-    *hi = c->first[0] + c->count[0];
-    for (int i = 1; i < n; i++) {
-        if (c->first[i] < *lo) *lo = c->first[i];
-        if (c->first[i] + c->count[i] > *hi) *hi = c->first[i] + c->count[i];
-    }
-}
-
 /* copy a [rows, cols] block */
 static void copy_block(const uint8_t *in, size_t in_stride, int rows, int cols, uint8_t *out,
                        size_t out_stride) {
@@ -185,63 +232,62 @@ static void copy_block(const uint8_t *in, size_t in_stride, int rows, int cols, 
         memcpy(out + (size_t)y * out_stride * 3, in + (size_t)y * in_stride * 3, (size_t)cols * 3);
 }
 
-/* ---- two-pass resample of the window's visible part [ix0, ix1) x [iy0, iy1) */
+/* nearest: out[j][i] = src[v.first[j]][h.first[i]] where both are >= 0 (out is zeroed) */
+static void nearest_apply(const swin_resize_plan *pl, const uint8_t *src, uint8_t *out, size_t stride) {
+    for (int j = 0; j < pl->v.n; j++) {
+        int yi = pl->v.first[j];
+        if (yi < 0) continue;
+        const uint8_t *in = src + (size_t)yi * pl->sw * 3;
+        uint8_t *o = out + (size_t)j * stride * 3;
+        for (int i = 0; i < pl->h.n; i++)
+            if (pl->h.first[i] >= 0) memcpy(o + (size_t)i * 3, in + (size_t)pl->h.first[i] * 3, 3);
+    }
+}
+
+swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst) {
+    const swin_resize_plan *pl = plan;
+    if (!pl || !src || !dst) return swin_fail(SWIN_ERR_ARGUMENT, "resize: NULL plan, source or destination");
+    size_t ww = (size_t)pl->ww;
+    memset(dst, 0, ww * pl->wh * 3);
+    int nx = pl->ix1 - pl->ix0, ny = pl->iy1 - pl->iy0, sw = pl->sw;
+    if (nx <= 0 || ny <= 0) return SWIN_OK;
+    uint8_t *out = dst + ((size_t)(pl->iy0 - pl->wy0) * ww + (pl->ix0 - pl->wx0)) * 3;
+    if (pl->interp == SWIN_INTERP_NEAREST) {
+        nearest_apply(pl, src, out, ww);
+        return SWIN_OK;
+    }
+    int r0 = pl->r0, r1 = pl->r1, c0 = pl->c0, c1 = pl->c1;
+    size_t tmp_px = pl->h_first ? (size_t)(r1 - r0) * nx : (size_t)ny * (c1 - c0);
+    uint8_t *tmp = malloc(tmp_px * 3 + 1);
+    if (!tmp)
+        return swin_fail(SWIN_ERR_MEMORY, "resize %dx%d -> %dx%d: out of memory", pl->sw, pl->sh, pl->dw, pl->dh);
+    if (pl->h_first) {
+        const uint8_t *in = src + (size_t)r0 * sw * 3;
+        if (pl->need_h) pass_h(in, (size_t)sw, 0, r1 - r0, &pl->h, tmp, (size_t)nx);
+        else copy_block(in + (size_t)pl->ix0 * 3, (size_t)sw, r1 - r0, nx, tmp, (size_t)nx);
+        if (pl->need_v) pass_v(tmp, (size_t)nx, r0, nx, &pl->v, out, ww);
+        else copy_block(tmp, (size_t)nx, ny, nx, out, ww);
+    } else { /* need_v holds here */
+        pass_v(src + (size_t)c0 * 3, (size_t)sw, 0, c1 - c0, &pl->v, tmp, (size_t)(c1 - c0));
+        if (pl->need_h) pass_h(tmp, (size_t)(c1 - c0), c0, ny, &pl->h, out, ww);
+        else copy_block(tmp, (size_t)(c1 - c0), ny, nx, out, ww);
+    }
+    free(tmp);
+    return SWIN_OK;
+}
+
+// ---- the entry points: plan, apply, free
+
 swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, int dh,
                                     int wx0, int wy0, int ww, int wh, swin_interp interp,
                                     uint8_t *dst) {
-    if (!src || !dst || sw < 1 || sh < 1 || dw < 1 || dh < 1 || ww < 1 || wh < 1)
-        return swin_fail(SWIN_ERR_ARGUMENT, "resize %dx%d -> %dx%d (window %dx%d): bad size", sw, sh,
-                         dw, dh, ww, wh);
-    if (interp != SWIN_INTERP_NEAREST && interp != SWIN_INTERP_BILINEAR && interp != SWIN_INTERP_BICUBIC)
-        return swin_fail(SWIN_ERR_ARGUMENT, "resize: unknown interpolation %d", (int)interp);
-    memset(dst, 0, (size_t)ww * wh * 3);
-    int ix0 = wx0 > 0 ? wx0 : 0, ix1 = wx0 + ww < dw ? wx0 + ww : dw;
-    int iy0 = wy0 > 0 ? wy0 : 0, iy1 = wy0 + wh < dh ? wy0 + wh : dh;
-    if (ix0 >= ix1 || iy0 >= iy1) return SWIN_OK;
-    int nx = ix1 - ix0, ny = iy1 - iy0;
-    uint8_t *out = dst + ((size_t)(iy0 - wy0) * ww + (ix0 - wx0)) * 3;
-    if (interp == SWIN_INTERP_NEAREST)
-        return nearest_window(src, sw, sh, dw, dh, ix0, iy0, nx, ny, out, (size_t)ww);
-
-    int need_h = dw != sw, need_v = dh != sh;
-    /* Pillow 13: "if height is being scaled down more than twice the amount the width is, run
-     * the vertical pass first". The order changes the intermediate rounding, so follow it. */
-    int64_t dy = (int64_t)sh - dh, dx = (int64_t)sw - dw;
-    int h_first = !(dy > 0 && dy > dx * 2);
-    coeffs ch = {0}, cv = {0};
-    swin_status st = SWIN_OK;
-    if (need_v) SWIN_TRY(coeffs_make(sh, dh, iy0, ny, interp, &cv));
-    if (need_h && (st = coeffs_make(sw, dw, ix0, nx, interp, &ch)) != SWIN_OK) {
-        coeffs_free(&cv);
-        return st;
-    }
-    /* the intermediate image: source rows r0..r1 x window columns (horizontal first), or
-     * window rows x source columns c0..c1 (vertical first) */
-    int r0 = iy0, r1 = iy1, c0 = ix0, c1 = ix1;
-    if (need_v && h_first) tap_range(&cv, ny, &r0, &r1);
-    if (need_h && !h_first) tap_range(&ch, nx, &c0, &c1);
-    size_t tmp_px = h_first ? (size_t)(r1 - r0) * nx : (size_t)ny * (c1 - c0);
-    uint8_t *tmp = malloc(tmp_px * 3 + 1);
-    if (!tmp) {
-        coeffs_free(&ch);
-        coeffs_free(&cv);
-        return swin_fail(SWIN_ERR_MEMORY, "resize %dx%d -> %dx%d: out of memory", sw, sh, dw, dh);
-    }
-    if (h_first) {
-        const uint8_t *in = src + (size_t)r0 * sw * 3;
-        if (need_h) pass_h(in, (size_t)sw, 0, r1 - r0, &ch, nx, tmp, (size_t)nx);
-        else copy_block(in + (size_t)ix0 * 3, (size_t)sw, r1 - r0, nx, tmp, (size_t)nx);
-        if (need_v) pass_v(tmp, (size_t)nx, r0, nx, &cv, ny, out, (size_t)ww);
-        else copy_block(tmp, (size_t)nx, ny, nx, out, (size_t)ww);
-    } else { /* need_v holds here */
-        pass_v(src + (size_t)c0 * 3, (size_t)sw, 0, c1 - c0, &cv, ny, tmp, (size_t)(c1 - c0));
-        if (need_h) pass_h(tmp, (size_t)(c1 - c0), c0, ny, &ch, nx, out, (size_t)ww);
-        else copy_block(tmp, (size_t)(c1 - c0), ny, nx, out, (size_t)ww);
-    }
-    free(tmp);
-    coeffs_free(&ch);
-    coeffs_free(&cv);
-    return SWIN_OK;
+    if (!src || !dst)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize %dx%d -> %dx%d: NULL source or destination", sw, sh, dw, dh);
+    swin_resize_plan plan;
+    SWIN_TRY(swin_resize_plan_make(sw, sh, dw, dh, wx0, wy0, ww, wh, interp, &plan));
+    swin_status st = swin_resize_plan_apply(&plan, src, dst);
+    swin_resize_plan_free(&plan);
+    return st;
 }
 
 swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,

@@ -17,6 +17,10 @@
 #include <stdint.h>
 #include "swin.h"
 
+/* Fixed-point precision of the filter weights: 8 bits for the result, 2 for overflow and sign of
+ * the negative lobes (Pillow's PRECISION_BITS). The GPU kernels (kernels/preprocess.cu) use it too. */
+#define SWIN_RESIZE_PRECISION_BITS (32 - 8 - 2)
+
 /* dst [dh, dw, 3] <- src [sh, sw, 3] resized. */
 swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                              swin_interp interp);
@@ -27,5 +31,50 @@ swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, i
 swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, int dh,
                                     int wx0, int wy0, int ww, int wh, swin_interp interp,
                                     uint8_t *dst);
+
+/* ---- the plan of a windowed resize: everything swin_resize_rgb8_window works out before it
+ * touches a pixel. The CPU applies it with swin_resize_plan_apply; the GPU preprocessing
+ * (src/cuda/images.c, kernels/preprocess.cu) uploads the same numbers, so both make the same bytes.
+ *
+ * The window [wx0, wx0 + ww) x [wy0, wy0 + wh) of the [dh, dw] resized image; its visible part
+ * [ix0, ix1) x [iy0, iy1) (nx = ix1 - ix0 columns, ny = iy1 - iy0 rows; both 0 when the window
+ * misses the image). Window pixels outside the visible part are 0.
+ * Bilinear / bicubic, two passes through an RGB8 intermediate (Pillow's order rule in h_first):
+ *   h_first:  tmp [r1 - r0, nx]  = horizontal pass (axis h) of source rows [r0, r1), or a copy of
+ *                                  their columns [ix0, ix1) when !need_h (then sw == dw);
+ *             out [ny, nx]       = vertical pass (axis v) of tmp, or a copy when !need_v
+ *                                  (then r0 = iy0, r1 = iy1).
+ *   !h_first: tmp [ny, c1 - c0]  = vertical pass of source columns [c0, c1) (need_v holds);
+ *             out [ny, nx]       = horizontal pass of tmp, or a copy when !need_h (c0 = ix0, c1 = ix1).
+ * An axis's taps are in the coordinates of the image it reads: source rows / columns, which for
+ * the second pass are the intermediate's rows [r0, r1) or columns [c0, c1).
+ * Nearest, one pass: out[j][i] = src[v.first[j]][h.first[i]], 0 where either is -1. */
+typedef struct {
+    int n;            /* outputs: visible window columns (h) or rows (v); 0 when the pass is skipped */
+    int ksize;        /* filters: row stride of k; 0 for nearest */
+    int32_t *first;   /* [n] filters: first input tap; nearest: the source index, or -1 */
+    int32_t *count;   /* [n] taps (filters only, else NULL) */
+    int32_t *k;       /* [n * ksize] weights, SWIN_RESIZE_PRECISION_BITS fixed point (filters only) */
+    size_t len;       /* int32 values in the one block first points to: [first | count | k], that is
+                       * n * (2 + ksize) for filters, n for nearest */
+} swin_resize_axis;
+
+typedef struct {
+    swin_interp interp;
+    int sw, sh, dw, dh;          /* source and resized sizes */
+    int wx0, wy0, ww, wh;        /* the window, in resized coordinates */
+    int ix0, ix1, iy0, iy1;      /* its visible part */
+    int need_h, need_v;          /* filters: the width / the height changes (else that pass is skipped) */
+    int h_first;                 /* filters: horizontal pass first */
+    int r0, r1, c0, c1;          /* filters: the intermediate's source rows (h_first) / columns */
+    swin_resize_axis h, v;
+} swin_resize_plan;
+
+/* Work out the plan (validates the sizes and the interpolation). Free with swin_resize_plan_free. */
+swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int wy0, int ww, int wh,
+                                  swin_interp interp, swin_resize_plan *plan);
+void swin_resize_plan_free(swin_resize_plan *plan);
+/* dst [wh, ww, 3] <- the plan applied to src [sh, sw, 3] (swin_resize_rgb8_window's result). */
+swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst);
 
 #endif
