@@ -76,6 +76,9 @@ void swin_session_free(swin_session *s) {
     free(s);
 }
 
+const swin_session_options *swin_session_get_options(const swin_session *s) { return s ? &s->opt : NULL; }
+const swin_model *swin_session_get_model(const swin_session *s) { return s ? s->model : NULL; }
+
 swin_status swin_forward(swin_session *s, const float *input, int batch, float *logits) {
     if (!s || !input || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward: NULL argument");
     if (batch < 1 || batch > s->opt.max_batch)
@@ -153,6 +156,21 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
     if (where != SWIN_PRE_DEVICE_CPU)
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown preprocessing device %d", (int)where);
     return forward_images_host(s, p, imgs, n, logits, timing);
+}
+
+swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,
+                                   const int *on_device, int n, float *logits, swin_images_timing *timing) {
+    if (!on_device) return swin_forward_images(s, p, imgs, n, SWIN_PRE_DEVICE_AUTO, logits, timing);
+    if (!s || !p || !imgs || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images_on: NULL argument");
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) {
+        if (n < 1 || n > s->opt.max_batch)
+            return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)", n,
+                             s->opt.max_batch);
+        return swin_engine_forward_images_on(s->engine, p, imgs, on_device, n, logits, timing);
+    }
+#endif
+    return swin_fail(SWIN_ERR_ARGUMENT, "images in device memory need a CUDA session (this one runs on the CPU)");
 }
 
 void *swin_session_host_alloc(swin_session *s, size_t bytes) {

@@ -128,6 +128,9 @@ swin_session_options swin_session_options_default(void);
 swin_status swin_session_create(const swin_model *model, const swin_session_options *options,
                                 swin_session **out);
 void swin_session_free(swin_session *session);
+/* The options the session was created with, and the model it borrows. */
+const swin_session_options *swin_session_get_options(const swin_session *session);
+const swin_model *swin_session_get_model(const swin_session *session);
 
 /* input: host [batch,3,H,W] fp32, normalised; logits: host [batch,num_classes].
  * 1 <= batch <= max_batch. */

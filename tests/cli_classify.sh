@@ -88,6 +88,18 @@ if [ $rc -eq 0 ] && cmp -s "$tmp/b1" "$tmp/b7" && [ "$(wc -l <"$tmp/b1")" -eq ${
   ok "--batch 1 and --batch 7: same classes"
 else bad "--batch 1 vs 7"; fi
 
+# ---- the pipeline: any number of decoder threads, same output in the same order; summary line
+run classify -m "$model" --batch 5 --threads 1 --top 2 "$digits"; cp "$tmp/out" "$tmp/t1"
+run classify -m "$model" --batch 5 --threads 4 --top 2 --timing "$digits"
+if [ $rc -eq 0 ] && cmp -s "$tmp/t1" "$tmp/out" &&
+  grep -q "^swin classify: ${#pngs[@]} images, 0 failed, [0-9.]* s, [0-9.]* img/s$" "$tmp/err" &&
+  grep -q "time per stage" "$tmp/err" && grep -q "  read [0-9.]*  decode [0-9.]*" "$tmp/err"; then
+  ok "--threads 1 and 4: identical output; summary line and --timing on stderr"
+else bad "--threads / summary (rc $rc)"; fi
+run classify -m "$model" --preprocess-device cpu --top 2 "$digits"
+if [ $rc -eq 0 ] && cmp -s "$tmp/t1" "$tmp/out"; then ok "--preprocess-device cpu on a CPU session"
+else bad "--preprocess-device cpu (rc $rc)"; fi
+
 # ---- a bad file among good ones
 mkdir -p "$tmp/mixed/sub"
 cp "${pngs[0]}" "$tmp/mixed/a.png"
@@ -142,6 +154,11 @@ usage_case "bad --device" classify --device tpu "${pngs[0]}"
 usage_case "bad --preprocess" classify --preprocess torch "${pngs[0]}"
 usage_case "$tmp/no-model" classify --model "$tmp/no-model" "${pngs[0]}"
 usage_case "needs a value" classify "${pngs[0]}" --top
+usage_case "bad --threads" classify --threads 0 "${pngs[0]}"
+usage_case "bad --preprocess-device" classify --preprocess-device tpu "${pngs[0]}"
+usage_case "needs --device cuda" classify --preprocess-device gpu "${pngs[0]}"
+usage_case "bad --decoder" classify --decoder stb "${pngs[0]}"
+usage_case "nvjpeg needs --device cuda" classify --decoder nvjpeg "${pngs[0]}"
 run classify -m "$model" --help
 if [ $rc -eq 0 ] && grep -q "fp16 on cuda" "$tmp/out" && grep -q -- "--list" "$tmp/out"; then ok "--help: exit 0"
 else bad "--help (rc $rc)"; fi

@@ -3,15 +3,19 @@
  *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device cpu|cuda[:N]] IMAGE... | DIR
  *   swin classify --list FILE ...
  *
- * Images are preprocessed as the model's config says (src/image/preprocess.h), run through one session
- * in batches of N, and printed in the order given (directories: sorted, recursive):
+ * Images go through the pipeline of src/image/pipeline.h: decoder threads, batches of N in flight
+ * while the session runs the previous one, preprocessing as the model's config says (on the GPU
+ * by default with --device cuda); results are printed in the order given (directories: sorted,
+ * recursive):
  *   text:  "path: label (0.953), label2 (0.021), ..."
  *   json:  {"file": "path", "top": [{"index": 3, "label": "3", "prob": 0.953}, ...]} per line,
  *          {"file": "path", "error": "..."} for an image that could not be read.
- * Bad images are reported on stderr and skipped; exit 1 if any failed, 0 otherwise, 2 for usage
- * errors (bad flags, a model that cannot be loaded). Test: tests/cli_classify.sh.
+ * Bad images are reported on stderr in their place and the others go on; exit 1 if any failed, 0
+ * otherwise, 2 for usage errors (bad flags, a model that cannot be loaded). Progress (images,
+ * img/s, ETA) on stderr when it is a terminal, and one summary line on stderr at the end;
+ * --timing adds the time per stage. Test: tests/cli_classify.sh.
  */
-#define _POSIX_C_SOURCE 200809L /* strdup, opendir, fileno */
+#define _POSIX_C_SOURCE 200809L /* strdup, opendir, fileno, clock_gettime */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -20,17 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "preprocess.h"
+#include "pipeline.h"
 
 #define CMD "classify"
 #define MAX_DEPTH 64
 
 typedef struct {
     const char *model, *arch, *list, *style;
-    int top, json, batch, device_index;
+    int top, json, batch, device_index, threads, timing;
+    swin_preprocess_device pre_device;
+    swin_decoder decoder;
     swin_device device;
     swin_precision precision;
 } classify_args;
@@ -51,6 +58,12 @@ static void usage(FILE *f) {
             "  -d, --device DEV        cpu, cuda or cuda:N (default cpu)\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32 on cpu, fp16 on cuda)\n"
             "  -l, --list FILE         read image paths from FILE, one per line ('-': stdin)\n"
+            "  -t, --threads N         decoder threads (default: the number of cores)\n"
+            "      --preprocess-device D  gpu or cpu: where images are resized and normalised\n"
+            "                          (default gpu with --device cuda; the same values either way)\n"
+            "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
+            "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly)\n"
+            "      --timing            print the time per stage on stderr at the end\n"
             "  -h, --help              this help\n"
             "Exit status: 0 all images classified, 1 some image failed, 2 usage error.\n",
             cli_default_model());
@@ -69,6 +82,20 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
 #define VALUE() do { if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE; } while (0)
         if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
         else if (!strcmp(f, "--json")) a->json = 1;
+        else if (!strcmp(f, "--timing")) a->timing = 1;
+        else if (cli_flag(f, "-t", "--threads")) {
+            VALUE();
+            if (cli_parse_int(v, 1, 1024, &a->threads))
+                return cli_usage_error(CMD, "bad --threads '%s' (expected an integer from 1 to 1024)", v);
+        } else if (!strcmp(f, "--decoder")) {
+            VALUE();
+            if (swin_decoder_parse(v, &a->decoder) != SWIN_OK)
+                return cli_usage_error(CMD, "bad --decoder '%s' (expected cpu or nvjpeg)", v);
+        } else if (!strcmp(f, "--preprocess-device")) {
+            VALUE();
+            if (swin_preprocess_device_parse(v, &a->pre_device) != SWIN_OK)
+                return cli_usage_error(CMD, "bad --preprocess-device '%s' (expected gpu or cpu)", v);
+        }
         else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
         else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
         else if (cli_flag(f, "-l", "--list")) { VALUE(); a->list = v; }
@@ -107,6 +134,10 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
     if (!a->model) a->model = cli_default_model();
     if (a->list && *n_inputs) return cli_usage_error(CMD, "give images either as arguments or with --list, not both");
     if (!a->list && !*n_inputs) return cli_usage_error(CMD, "no images given (try swin classify --help)");
+    if (a->pre_device == SWIN_PRE_DEVICE_GPU && a->device != SWIN_DEVICE_CUDA)
+        return cli_usage_error(CMD, "--preprocess-device gpu needs --device cuda");
+    if (a->decoder == SWIN_DECODER_NVJPEG && (a->device != SWIN_DEVICE_CUDA || a->pre_device == SWIN_PRE_DEVICE_CPU))
+        return cli_usage_error(CMD, "--decoder nvjpeg needs --device cuda and GPU preprocessing");
     return 0;
 }
 
@@ -243,7 +274,53 @@ static void print_error(const char *path, const char *msg, int json) {
     }
 }
 
-/* ---- the run */
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* ---- the run: the pipeline calls back once per image, in input order */
+typedef struct {
+    const classify_args *a;
+    const swin_model *model;
+    int nc, k, n, progress;
+    scored *top;
+    double t0, last_progress;
+} run_ctx;
+
+static void on_result(void *ctx, const swin_pipeline_result *r) {
+    run_ctx *c = ctx;
+    if (r->error) {
+        print_error(r->path, r->error, c->a->json);
+    } else {
+        top_k(r->logits, c->nc, c->k, c->top);
+        clear_progress();
+        print_result(c->model, r->path, c->top, c->k, c->a->json);
+    }
+    int done = r->index + 1;
+    double t = now_s();
+    if (c->progress && (t - c->last_progress > 0.25 || done == c->n)) {
+        fflush(stdout);
+        double rate = done / (t - c->t0 > 1e-9 ? t - c->t0 : 1e-9);
+        fprintf(stderr, "\rclassify: %d/%d images, %.0f img/s, ETA %.0f s\033[K", done, c->n, rate,
+                (c->n - done) / rate);
+        g_progress = 1;
+        c->last_progress = t;
+    }
+}
+
+static void print_timing(const swin_pipeline_stats *st) {
+    fprintf(stderr,
+            "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from nvJPEG "
+            "to the CPU):\n"
+            "  read %.1f  decode %.1f  cpu-preprocess %.1f  to-slot %.1f\n"
+            "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f\n",
+            CMD, st->threads, st->pinned ? "page-locked" : "pageable", st->cpu_fallback, st->read_ms, st->decode_ms,
+            st->cpu_preprocess_ms, st->stage_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
+            st->forward_ms, st->output_ms, st->wall_ms);
+}
+
 static int classify(const classify_args *a, const path_list *paths, int inputs_failed) {
     swin_model *model = NULL;
     swin_load_options lo = swin_load_options_default();
@@ -253,6 +330,10 @@ static int classify(const classify_args *a, const path_list *paths, int inputs_f
     const swin_config *cfg = swin_model_config(model);
     swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
     if (a->style) swin_preprocess_style_parse(a->style, &pp.style);
+    if (cfg->in_chans != 3) {
+        swin_model_free(model);
+        return cli_usage_error(CMD, "%s: model takes %d input channels; images have 3", a->model, cfg->in_chans);
+    }
     int batch = a->batch < paths->n ? a->batch : (paths->n > 0 ? paths->n : 1);
     swin_session_options so = swin_session_options_default();
     so.device = a->device;
@@ -260,77 +341,41 @@ static int classify(const classify_args *a, const path_list *paths, int inputs_f
     so.precision = a->precision;
     so.max_batch = batch;
     swin_session *sess = NULL;
-    if (cfg->in_chans != 3) {
-        swin_model_free(model);
-        return cli_usage_error(CMD, "%s: model takes %d input channels; images have 3", a->model, cfg->in_chans);
-    }
     if (swin_session_create(model, &so, &sess) != SWIN_OK) {
         int rc = cli_usage_error(CMD, "%s", swin_last_error());
         swin_model_free(model);
         return rc;
     }
-    int nc = cfg->num_classes, k = a->top < nc ? a->top : nc;
-    size_t per = swin_preprocess_floats(&pp);
-    float *x = malloc((size_t)batch * per * sizeof *x), *logits = malloc((size_t)batch * nc * sizeof *logits);
-    int *slot = malloc((size_t)batch * sizeof *slot);              /* image i of the batch -> slot */
-    char (*err)[1024] = malloc((size_t)batch * sizeof *err);
-    scored *top = malloc((size_t)k * sizeof *top);
-    int failed = inputs_failed;
-    if (!x || !logits || !slot || !err || !top) {
-        fprintf(stderr, "swin %s: out of memory for a batch of %d\n", CMD, batch);
-        failed = 1;
-        goto out;
-    }
-    int nbatches = (paths->n + batch - 1) / batch;
-    int progress = isatty(fileno(stderr)) && nbatches > 1;
-    for (int b0 = 0; b0 < paths->n; b0 += batch) {
-        int nb = paths->n - b0 < batch ? paths->n - b0 : batch;
-        int ok[4096];
-        /* preprocess in parallel; each image writes its own slot and message */
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic)
-#endif
-        for (int i = 0; i < nb; i++) {
-            ok[i] = swin_preprocess_file(&pp, paths->v[b0 + i], x + (size_t)i * per) == SWIN_OK;
-            if (!ok[i]) snprintf(err[i], sizeof err[i], "%s", swin_last_error());
-        }
-        int ngood = 0; /* pack the good images to the front */
-        for (int i = 0; i < nb; i++) {
-            if (!ok[i]) continue;
-            if (ngood != i) memcpy(x + (size_t)ngood * per, x + (size_t)i * per, per * sizeof *x);
-            slot[i] = ngood++;
-        }
-        swin_status fs = ngood ? swin_forward(sess, x, ngood, logits) : SWIN_OK;
-        for (int i = 0; i < nb; i++) {
-            const char *path = paths->v[b0 + i];
-            if (!ok[i]) { print_error(path, err[i], a->json); failed = 1; continue; }
-            if (fs != SWIN_OK) {
-                char msg[1500];
-                snprintf(msg, sizeof msg, "%s: forward pass failed: %s", path, swin_last_error());
-                print_error(path, msg, a->json);
-                failed = 1;
-                continue;
-            }
-            top_k(logits + (size_t)slot[i] * nc, nc, k, top);
-            clear_progress();
-            print_result(model, path, top, k, a->json);
-        }
+    run_ctx c = {a, model, cfg->num_classes, 0, paths->n, 0, NULL, now_s(), 0};
+    c.k = a->top < c.nc ? a->top : c.nc;
+    c.top = malloc((size_t)c.k * sizeof *c.top);
+    c.progress = isatty(fileno(stderr)) && paths->n > batch;
+    swin_pipeline_options po = swin_pipeline_options_default();
+    po.batch = batch;
+    po.threads = a->threads;
+    po.where = a->pre_device;
+    po.decoder = a->decoder;
+    swin_pipeline_stats st;
+    int rc = 0;
+    if (!c.top) {
+        rc = cli_usage_error(CMD, "out of memory");
+    } else if (swin_pipeline_run(sess, &pp, (const char *const *)paths->v, paths->n, &po, on_result, &c, &st) !=
+               SWIN_OK) {
+        clear_progress();
+        rc = cli_usage_error(CMD, "%s", swin_last_error());
+    } else {
+        clear_progress();
         fflush(stdout);
-        if (progress) {
-            fprintf(stderr, "\rclassify: %d/%d images", b0 + nb, paths->n);
-            g_progress = 1;
-        }
+        double s = st.wall_ms / 1e3;
+        fprintf(stderr, "swin %s: %d images, %d failed, %.2f s, %.1f img/s\n", CMD, st.images, st.failed, s,
+                s > 0 ? st.images / s : 0.0);
+        if (a->timing) print_timing(&st);
+        rc = st.failed || inputs_failed ? EXIT_FAILED : 0;
     }
-    clear_progress();
-out:
-    free(x);
-    free(logits);
-    free(slot);
-    free(err);
-    free(top);
+    free(c.top);
     swin_session_free(sess);
     swin_model_free(model);
-    return failed ? EXIT_FAILED : 0;
+    return rc;
 }
 
 int cmd_classify(int argc, char **argv) {

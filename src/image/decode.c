@@ -259,8 +259,9 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
     return SWIN_OK;
 }
 
-swin_status swin_image_load(const char *path, swin_image *out) {
-    *out = (swin_image){0};
+swin_status swin_image_read_file(const char *path, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
     struct stat st;
     if (stat(path, &st) != 0)
         return swin_fail(SWIN_ERR_IMAGE, "%s: cannot open (%s)", path, strerror(errno));
@@ -286,7 +287,18 @@ swin_status swin_image_load(const char *path, swin_image *out) {
     }
     if (s == SWIN_OK && ferror(f)) s = swin_fail(SWIN_ERR_IMAGE, "%s: read error", path);
     fclose(f);
-    if (s == SWIN_OK) s = swin_image_decode(buf, len, path, out);
+    if (s != SWIN_OK) { free(buf); return s; }
+    *data = buf;
+    *size = len;
+    return SWIN_OK;
+}
+
+swin_status swin_image_load(const char *path, swin_image *out) {
+    *out = (swin_image){0};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    SWIN_TRY(swin_image_read_file(path, &buf, &len));
+    swin_status s = swin_image_decode(buf, len, path, out);
     free(buf);
     return s;
 }

@@ -54,6 +54,9 @@ typedef struct {
 
 /* Read and decode a file. On failure *out is left empty ({0}). */
 swin_status swin_image_load(const char *path, swin_image *out);
+/* Read a whole file (at most SWIN_IMAGE_MAX_FILE_BYTES + 1 bytes: the decoder reports a larger
+ * one) into *data, malloc'd: the caller frees it. Missing files and directories are refused. */
+swin_status swin_image_read_file(const char *path, uint8_t **data, size_t *size);
 /* Decode bytes already in memory; name is used in messages. */
 swin_status swin_image_decode(const void *data, size_t size, const char *name, swin_image *out);
 void swin_image_free(swin_image *img);

@@ -72,6 +72,11 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
                                 const swin_image *imgs, int n, swin_preprocess_device where,
                                 float *logits, swin_images_timing *timing);
 
+/* swin_forward_images on a CUDA session with GPU preprocessing, where on_device[i] (NULL: none)
+ * says that image i's pixels are in device memory on the session's GPU (a GPU decoder's output). */
+swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,
+                                   const int *on_device, int n, float *logits, swin_images_timing *timing);
+
 /* Host memory for image pixels: page-locked on a CUDA session (faster, asynchronous copies),
  * plain malloc on the CPU. NULL when it cannot be had. Free with swin_session_host_free on the
  * same session, before the session is freed. */

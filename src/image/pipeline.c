@@ -1,0 +1,397 @@
+/* pipeline.c - decoder threads feeding one session, batches in input order (see pipeline.h).
+ *
+ * Slots: `depth` of them, each holding one batch: per image the decoded picture (its pixels
+ * copied into the slot's page-locked arena when they fit) or its message, and, when the CPU
+ * preprocesses, the [batch, 3, S, S] input. A decoder thread takes the next input index, waits
+ * until the slot of its batch is handed out, decodes, and counts the batch down; the caller
+ * waits for the batch it needs next, runs it, reports every image in order and hands the slot
+ * to the batch `depth` further on. One mutex guards the counters; the work happens outside it.
+ * Test: build/tests/test_pipeline (ordering, bad files, both preprocessing paths).
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
+#include "pipeline.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "nvjpeg.h"
+
+/* page-locked bytes per image of a slot: a 640x480 RGB picture; larger ones keep their own
+ * (pageable) buffer, which is slower to copy but just as correct */
+#define SLOT_BYTES_PER_IMAGE ((size_t)640 * 480 * 3)
+
+typedef struct {
+    swin_image img;
+    uint8_t *jpeg;               /* nvJPEG mode: the file's bytes, decoded on the calling thread */
+    size_t jpeg_len;
+    int on_device;               /* img.rgb is device memory (decoded by nvJPEG) */
+    int in_arena;                /* img.rgb points into the slot arena (not freed) */
+    int ok;
+    char err[1024];
+} item;
+
+typedef struct {
+    int batch;                   /* the batch this slot holds or waits for */
+    int remaining;               /* its images not yet decoded */
+    item *items;                 /* [batch size] */
+    uint8_t *arena;              /* page-locked pixels, NULL when none */
+    size_t arena_cap, arena_used;
+    float *x;                    /* [batch, 3, S, S] when the CPU preprocesses */
+} slot;
+
+typedef struct {
+    swin_session *s;
+    const swin_preprocess_params *p;
+    const char *const *paths;
+    int n, B, depth, nbatches, cpu_pre, nvjpeg;
+    size_t per;                  /* floats per preprocessed image */
+    swin_nvjpeg *dec;            /* nvJPEG mode */
+    slot *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t slot_free, batch_done;
+    int next;                    /* next input index to decode */
+    double read_ms, decode_ms, pre_ms, stage_ms;   /* summed over threads, under mu */
+} pipe_t;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int batch_len(const pipe_t *q, int k) {
+    int start = k * q->B;
+    return q->n - start < q->B ? q->n - start : q->B;
+}
+
+const char *swin_decoder_str(swin_decoder d) { return d == SWIN_DECODER_NVJPEG ? "nvjpeg" : "cpu"; }
+
+swin_status swin_decoder_parse(const char *s, swin_decoder *out) {
+    if (s && (!strcmp(s, "cpu") || !strcmp(s, "libjpeg"))) { *out = SWIN_DECODER_CPU; return SWIN_OK; }
+    if (s && !strcmp(s, "nvjpeg")) { *out = SWIN_DECODER_NVJPEG; return SWIN_OK; }
+    return swin_fail(SWIN_ERR_ARGUMENT, "decoder '%s': expected cpu (libjpeg) or nvjpeg", s ? s : "(null)");
+}
+
+swin_pipeline_options swin_pipeline_options_default(void) {
+    swin_pipeline_options o;
+    memset(&o, 0, sizeof o);
+    o.batch = 8;
+    o.depth = 3;
+    o.where = SWIN_PRE_DEVICE_AUTO;
+    return o;
+}
+
+// ---- decoder threads
+
+static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, double *t_dec, double *t_pre,
+                       double *t_stage) {
+    const char *path = q->paths[i];
+    double t0 = now_ms();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    swin_status st = swin_image_read_file(path, &buf, &len);
+    double t1 = now_ms();
+    if (st == SWIN_OK && q->nvjpeg && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF) {
+        it->jpeg = buf; /* the calling thread decodes it on the GPU */
+        it->jpeg_len = len;
+        it->ok = 1;
+        *t_read += t1 - t0;
+        return;
+    }
+    if (st == SWIN_OK) st = swin_image_decode(buf, len, path, &it->img);
+    free(buf);
+    double t2 = now_ms();
+    *t_read += t1 - t0;
+    *t_dec += t2 - t1;
+    if (st == SWIN_OK && q->cpu_pre) {
+        float *x = sl->x + (size_t)(i % q->B) * q->per;
+        st = swin_preprocess_image(q->p, &it->img, x);
+        if (st != SWIN_OK) swin_fail_prefix(st, "%s", path);
+        swin_image_free(&it->img);
+        *t_pre += now_ms() - t2;
+    } else if (st == SWIN_OK && sl->arena) {
+        /* move the pixels into the slot's page-locked arena when they fit */
+        size_t bytes = (size_t)it->img.width * it->img.height * 3, off = 0;
+        int fits = 0;
+        pthread_mutex_lock(&q->mu);
+        off = (sl->arena_used + 63) & ~(size_t)63;
+        if (off + bytes <= sl->arena_cap) { sl->arena_used = off + bytes; fits = 1; }
+        pthread_mutex_unlock(&q->mu);
+        if (fits) {
+            memcpy(sl->arena + off, it->img.rgb, bytes);
+            swin_image_free(&it->img);
+            it->img = (swin_image){0};
+            it->img.rgb = sl->arena + off;
+            it->in_arena = 1;
+        }
+        *t_stage += now_ms() - t2;
+    }
+    it->ok = st == SWIN_OK;
+    if (!it->ok) snprintf(it->err, sizeof it->err, "%s", swin_last_error());
+}
+
+static void *decoder(void *arg) {
+    pipe_t *q = arg;
+    double t_read = 0, t_dec = 0, t_pre = 0, t_stage = 0;
+    pthread_mutex_lock(&q->mu);
+    while (q->next < q->n) {
+        int i = q->next++, k = i / q->B;
+        slot *sl = &q->slots[k % q->depth];
+        while (sl->batch != k) pthread_cond_wait(&q->slot_free, &q->mu);
+        pthread_mutex_unlock(&q->mu);
+        decode_one(q, sl, &sl->items[i % q->B], i, &t_read, &t_dec, &t_pre, &t_stage);
+        pthread_mutex_lock(&q->mu);
+        if (--sl->remaining == 0) pthread_cond_broadcast(&q->batch_done);
+    }
+    q->read_ms += t_read;
+    q->decode_ms += t_dec;
+    q->pre_ms += t_pre;
+    q->stage_ms += t_stage;
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+// ---- the calling thread: batches in order
+
+/* nvJPEG mode: decode the batch's JPEG bytes on the GPU. A file nvJPEG cannot decode (CMYK,
+ * truncated, corrupt, ...) goes to the CPU decoder here, so it is decoded or refused exactly as
+ * in the default mode. */
+static void gpu_decode(pipe_t *q, slot *sl, int nb, swin_pipeline_stats *stats) {
+    const uint8_t *data[4096];
+    size_t len[4096];
+    const char *names[4096];
+    int idx[4096], m = 0;
+    for (int j = 0; j < nb && m < 4096; j++)
+        if (sl->items[j].ok && sl->items[j].jpeg) {
+            data[m] = sl->items[j].jpeg;
+            len[m] = sl->items[j].jpeg_len;
+            names[m] = q->paths[(size_t)(sl->batch) * q->B + j];
+            idx[m++] = j;
+        }
+    if (!m) return;
+    double t0 = now_ms();
+    swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
+    swin_status st = out ? swin_nvjpeg_decode(q->dec, data, len, names, m, out)
+                         : swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
+    for (int i = 0; i < m; i++) {
+        item *it = &sl->items[idx[i]];
+        if (st == SWIN_OK && out[i].ok) {
+            it->img.width = out[i].width;
+            it->img.height = out[i].height;
+            it->img.rgb = (uint8_t *)out[i].rgb;
+            it->on_device = 1;
+            continue;
+        }
+        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);
+        stats->cpu_fallback++;
+        if (cs != SWIN_OK) {
+            it->ok = 0;
+            snprintf(it->err, sizeof it->err, "%s", swin_last_error());
+        }
+    }
+    free(out);
+    stats->gpu_decode_ms += now_ms() - t0;
+}
+
+static void slot_release_items(slot *sl, int count) {
+    for (int j = 0; j < count; j++) {
+        item *it = &sl->items[j];
+        free(it->jpeg);
+        if (!it->in_arena && !it->on_device) swin_image_free(&it->img);
+        memset(it, 0, sizeof *it);
+    }
+    sl->arena_used = 0;
+}
+
+/* Run batch k (decoded) and report its images; returns the forward's status. */
+static swin_status run_batch(pipe_t *q, int k, swin_image *imgs, int *on_device, float *logits, int nc,
+                             swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats) {
+    slot *sl = &q->slots[k % q->depth];
+    int nb = batch_len(q, k), ngood = 0;
+    if (q->nvjpeg) gpu_decode(q, sl, nb, stats);
+    for (int j = 0; j < nb; j++) {
+        if (!sl->items[j].ok) continue;
+        if (q->cpu_pre) {
+            if (ngood != j) memcpy(sl->x + (size_t)ngood * q->per, sl->x + (size_t)j * q->per, q->per * sizeof(float));
+        } else {
+            imgs[ngood] = sl->items[j].img;
+            on_device[ngood] = sl->items[j].on_device;
+        }
+        ngood++;
+    }
+    swin_status fs = SWIN_OK;
+    char fmsg[1024] = "";
+    if (ngood) {
+        swin_images_timing t = {0};
+        double t0 = now_ms();
+        if (q->cpu_pre) fs = swin_forward(q->s, sl->x, ngood, logits);
+        else if (q->nvjpeg) fs = swin_forward_images_on(q->s, q->p, imgs, on_device, ngood, logits, &t);
+        else fs = swin_forward_images(q->s, q->p, imgs, ngood, SWIN_PRE_DEVICE_GPU, logits, &t);
+        if (q->cpu_pre) t.forward_ms = now_ms() - t0;
+        stats->upload_ms += t.upload_ms;
+        stats->gpu_preprocess_ms += t.preprocess_ms;
+        stats->forward_ms += t.forward_ms;
+        if (fs != SWIN_OK) snprintf(fmsg, sizeof fmsg, "%s", swin_last_error());
+    }
+    double t0 = now_ms();
+    for (int j = 0, g = 0; j < nb; j++) {
+        int i = k * q->B + j;
+        swin_pipeline_result r = {i, q->paths[i], NULL, NULL};
+        char msg[1400];
+        if (!sl->items[j].ok) {
+            r.error = sl->items[j].err;
+        } else if (fs != SWIN_OK) {
+            snprintf(msg, sizeof msg, "%s: forward pass failed: %s", q->paths[i], fmsg);
+            r.error = msg;
+            g++;
+        } else {
+            r.logits = logits + (size_t)g++ * nc;
+        }
+        if (r.error) stats->failed++;
+        on_result(ctx, &r);
+    }
+    stats->output_ms += now_ms() - t0;
+    return fs;
+}
+
+static int online_cores(void) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c < 1 ? 1 : c > 256 ? 256 : (int)c;
+}
+
+swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, const char *const *paths,
+                              int n, const swin_pipeline_options *o, swin_pipeline_result_fn on_result,
+                              void *ctx, swin_pipeline_stats *stats) {
+    if (!s || !p || !o || !on_result || !stats || (n > 0 && !paths))
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_pipeline_run: NULL argument");
+    memset(stats, 0, sizeof *stats);
+    const swin_session_options *so = swin_session_get_options(s);
+    const swin_config *cfg = swin_model_config(swin_session_get_model(s));
+    if (o->batch < 1 || o->batch > so->max_batch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline batch %d out of range [1, %d] (the session's max batch)",
+                         o->batch, so->max_batch);
+    if (o->depth < 2 || o->depth > 16)
+        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline depth %d out of range [2, 16]", o->depth);
+    if (o->threads < 0 || o->threads > 1024)
+        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline threads %d out of range [0, 1024]", o->threads);
+    if (p->size != cfg->img_size)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d", p->size,
+                         p->size, cfg->img_size, cfg->img_size);
+    swin_preprocess_device where = o->where;
+    if (where == SWIN_PRE_DEVICE_AUTO) where = so->device == SWIN_DEVICE_CUDA ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
+    if (where == SWIN_PRE_DEVICE_GPU && so->device != SWIN_DEVICE_CUDA)
+        return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
+    if (o->decoder == SWIN_DECODER_NVJPEG) {
+        if (so->device != SWIN_DEVICE_CUDA || where != SWIN_PRE_DEVICE_GPU)
+            return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder needs a CUDA session and GPU preprocessing");
+        if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder takes batches of at most 4096");
+    } else if (o->decoder != SWIN_DECODER_CPU) {
+        return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
+    }
+    if (n <= 0) return SWIN_OK;
+
+    double t_start = now_ms();
+    pipe_t q;
+    memset(&q, 0, sizeof q);
+    q.s = s;
+    q.p = p;
+    q.paths = paths;
+    q.n = n;
+    q.B = o->batch;
+    q.nbatches = (n + q.B - 1) / q.B;
+    q.depth = o->depth < q.nbatches ? o->depth : q.nbatches;
+    if (q.depth < 1) q.depth = 1;
+    q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
+    q.nvjpeg = o->decoder == SWIN_DECODER_NVJPEG;
+    q.per = swin_preprocess_floats(p);
+    int threads = o->threads ? o->threads : online_cores();
+    if (threads > n) threads = n;
+
+    swin_status st = SWIN_OK;
+    int nc = cfg->num_classes;
+    float *logits = malloc((size_t)q.B * nc * sizeof *logits);
+    swin_image *imgs = calloc((size_t)q.B, sizeof *imgs);
+    int *on_device = calloc((size_t)q.B, sizeof *on_device);
+    q.slots = calloc((size_t)q.depth, sizeof *q.slots);
+    if (!logits || !imgs || !on_device || !q.slots) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
+    if (q.nvjpeg && (st = swin_nvjpeg_create(so->device_index, &q.dec)) != SWIN_OK) goto out;
+    stats->pinned = !q.cpu_pre;
+    for (int d = 0; d < q.depth; d++) {
+        slot *sl = &q.slots[d];
+        sl->batch = d;
+        sl->remaining = batch_len(&q, d);
+        sl->items = calloc((size_t)q.B, sizeof *sl->items);
+        if (!sl->items) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
+        if (q.cpu_pre) {
+            size_t bytes;
+            if (swin_mul_size(q.per * sizeof(float), (size_t)q.B, &bytes) || !(sl->x = malloc(bytes))) {
+                st = swin_fail(SWIN_ERR_MEMORY, "pipeline: cannot allocate %d preprocessed images", q.B);
+                goto out;
+            }
+        } else {
+            sl->arena_cap = SLOT_BYTES_PER_IMAGE * (size_t)q.B;
+            sl->arena = swin_session_host_alloc(s, sl->arena_cap);
+            if (!sl->arena) { sl->arena_cap = 0; stats->pinned = 0; } /* pageable copies instead */
+        }
+    }
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.slot_free, NULL);
+    pthread_cond_init(&q.batch_done, NULL);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    int started = 0;
+    if (tid)
+        for (; started < threads; started++)
+            if (pthread_create(&tid[started], NULL, decoder, &q) != 0) break;
+    if (started == 0) {
+        st = swin_fail(SWIN_ERR_MEMORY, "pipeline: cannot start a decoder thread");
+    } else {
+        for (int k = 0; k < q.nbatches; k++) {
+            slot *sl = &q.slots[k % q.depth];
+            double tw = now_ms();
+            pthread_mutex_lock(&q.mu);
+            while (sl->batch != k || sl->remaining > 0) pthread_cond_wait(&q.batch_done, &q.mu);
+            pthread_mutex_unlock(&q.mu);
+            stats->wait_ms += now_ms() - tw;
+            run_batch(&q, k, imgs, on_device, logits, nc, on_result, ctx, stats); /* failures reported per image */
+            stats->batches++;
+            slot_release_items(sl, batch_len(&q, k));
+            pthread_mutex_lock(&q.mu);
+            sl->batch = k + q.depth;
+            sl->remaining = sl->batch < q.nbatches ? batch_len(&q, sl->batch) : 0;
+            pthread_cond_broadcast(&q.slot_free);
+            pthread_mutex_unlock(&q.mu);
+        }
+    }
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    free(tid);
+    pthread_cond_destroy(&q.batch_done);
+    pthread_cond_destroy(&q.slot_free);
+    pthread_mutex_destroy(&q.mu);
+    stats->images = n;
+    stats->threads = started;
+    stats->read_ms = q.read_ms;
+    stats->decode_ms = q.decode_ms;
+    stats->cpu_preprocess_ms = q.pre_ms;
+    stats->stage_ms = q.stage_ms;
+out:
+    if (q.slots)
+        for (int d = 0; d < q.depth; d++) {
+            slot *sl = &q.slots[d];
+            if (sl->items) slot_release_items(sl, q.B);
+            free(sl->items);
+            free(sl->x);
+            swin_session_host_free(s, sl->arena);
+        }
+    free(q.slots);
+    swin_nvjpeg_free(q.dec);
+    free(on_device);
+    free(imgs);
+    free(logits);
+    stats->wall_ms = now_ms() - t_start;
+    return st;
+}

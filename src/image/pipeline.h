@@ -1,0 +1,88 @@
+/* pipeline.h - many image files through one session: decoder threads overlapped with the forward.
+ *
+ *   swin_pipeline_options po = swin_pipeline_options_default();   // threads = cores, batch 8
+ *   po.batch = 256;
+ *   swin_pipeline_stats stats;
+ *   swin_status st = swin_pipeline_run(sess, &pp, paths, n, &po, on_result, ctx, &stats);
+ *
+ *   void on_result(void *ctx, const swin_pipeline_result *r) {
+ *       if (r->logits) ... r->index, r->path, r->logits[0 .. num_classes) ...
+ *       else           ... r->error ("<path>: truncated JPEG (...)") ...
+ *   }
+ *
+ * How it runs: `threads` decoder threads read and decode the files (src/image/decode.c) into
+ * `depth` batch slots (page-locked host memory on a CUDA session, so the copy to the GPU is
+ * asynchronous); the calling thread takes the batches in order, runs swin_forward_images
+ * (preprocessing on the GPU by default on a CUDA session) or, with SWIN_PRE_DEVICE_CPU, the
+ * decoder threads also preprocess and the caller runs swin_forward. While the GPU works on
+ * batch k, batches k+1 .. k+depth-1 are decoded. Memory is bounded by depth x batch images.
+ * With SWIN_DECODER_NVJPEG the threads only read JPEG files and the calling thread decodes each
+ * batch's JPEGs on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG
+ * cannot decode is given to the CPU decoder, which decodes it or reports why not.
+ *
+ * Results: on_result is called on the calling thread once per input, in input order, with
+ * either logits or a message; a file that cannot be read or decoded never stops the others.
+ * A forward that fails is reported for each image of its batch and the run goes on. The call
+ * returns SWIN_OK once every input was delivered (stats->failed counts the failures), or an
+ * error, delivering nothing, when it cannot start (bad options, out of memory, no thread).
+ * Test: tests/test_pipeline.c.
+ */
+#ifndef SWIN_PIPELINE_H
+#define SWIN_PIPELINE_H
+
+#include "preprocess.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    SWIN_DECODER_CPU = 0,          /* libjpeg-turbo (Pillow-exact) and stb on the decoder threads */
+    SWIN_DECODER_NVJPEG = 1        /* JPEGs on the GPU with nvJPEG (not bit-exact), others on the CPU */
+} swin_decoder;
+
+typedef struct {
+    int threads;                   /* decoder threads; 0 = the number of online cores */
+    int batch;                     /* images per forward, 1 .. the session's max batch */
+    int depth;                     /* batches in flight, >= 2 (default 3) */
+    swin_preprocess_device where;  /* AUTO: GPU on a CUDA session, else CPU */
+    swin_decoder decoder;          /* NVJPEG needs a CUDA session and GPU preprocessing */
+} swin_pipeline_options;
+
+/* "cpu" / "nvjpeg" (also accepted: "libjpeg" for cpu) */
+const char *swin_decoder_str(swin_decoder d);
+swin_status swin_decoder_parse(const char *s, swin_decoder *out);
+
+swin_pipeline_options swin_pipeline_options_default(void);
+
+typedef struct {
+    int index;                     /* position in the input list */
+    const char *path;
+    const float *logits;           /* [num_classes], NULL when the image failed */
+    const char *error;             /* the message when it failed, else NULL */
+} swin_pipeline_result;
+
+typedef void (*swin_pipeline_result_fn)(void *ctx, const swin_pipeline_result *r);
+
+/* Time per stage in milliseconds. Thread stages are summed over the decoder threads
+ * (thread-milliseconds); the caller's stages are wall time on the calling thread. */
+typedef struct {
+    int images, failed, batches, threads;
+    int pinned;                    /* 1 when the slots are page-locked memory */
+    int cpu_fallback;              /* nvJPEG mode: JPEGs nvJPEG could not decode, tried on the CPU */
+    double wall_ms;
+    double read_ms, decode_ms, cpu_preprocess_ms, stage_ms;   /* decoder threads */
+    double wait_ms;                /* caller waiting for decoded batches (the GPU idles) */
+    double gpu_decode_ms;          /* nvJPEG, on the calling thread */
+    double upload_ms, gpu_preprocess_ms, forward_ms;          /* per swin_images_timing */
+    double output_ms;              /* on_result calls */
+} swin_pipeline_stats;
+
+swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, const char *const *paths,
+                              int n, const swin_pipeline_options *o, swin_pipeline_result_fn on_result,
+                              void *ctx, swin_pipeline_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

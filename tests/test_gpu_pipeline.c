@@ -1,0 +1,202 @@
+/* test_gpu_pipeline.c - the decode pipeline on a CUDA session (src/image/pipeline.c) and the nvJPEG
+ * decoder (src/image/nvjpeg.c), with the digits model and the JPEG / PNG fixtures:
+ *   - GPU preprocessing gives the same logits as CPU preprocessing on the same session, bit for
+ *     bit, with bad files reported in their place (both paths);
+ *   - nvJPEG (when built): its pixels are close to libjpeg's (mean |diff| under 1.5 levels per
+ *     file: a swapped channel, a wrong pitch or a missing upsampling is far above that), every
+ *     file is delivered (files nvJPEG cannot decode go to the CPU decoder), truncated files are
+ *     refused, PNGs (decoded on the CPU in this mode too) give the same logits as the default.
+ * Run: build/tests/test_gpu_pipeline SOURCE_DIR (exits 77 without a GPU).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "nvjpeg.h"
+#include "pipeline.h"
+#include "testutil.h"
+
+#define MAX_FILES 96
+
+typedef struct {
+    int calls, in_order, nc;
+    int got[MAX_FILES];             /* 1 logits, 2 error */
+    char err[MAX_FILES][512];
+    float logits[MAX_FILES * 16];
+} collect;
+
+static void on_result(void *ctx, const swin_pipeline_result *r) {
+    collect *c = ctx;
+    if (r->index != c->calls) c->in_order = 0;
+    c->calls++;
+    if (r->index < 0 || r->index >= MAX_FILES) return;
+    c->got[r->index] = r->logits ? 1 : 2;
+    if (r->logits) memcpy(c->logits + (size_t)r->index * c->nc, r->logits, (size_t)c->nc * sizeof(float));
+    else snprintf(c->err[r->index], sizeof c->err[r->index], "%s", r->error);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* image files of dir (sorted) appended to paths */
+static int list_dir(const char *dir, char **paths, int n) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n0 = n;
+    while (d && (e = readdir(d)) && n < MAX_FILES - 8)
+        if (e->d_name[0] != '.' && swin_image_has_extension(e->d_name)) {
+            paths[n] = malloc(1024);
+            snprintf(paths[n++], 1024, "%s/%s", dir, e->d_name);
+        }
+    if (d) closedir(d);
+    qsort(paths + n0, (size_t)(n - n0), sizeof *paths, cmp_str);
+    return n;
+}
+
+static swin_status run(swin_session *s, const swin_preprocess_params *pp, char **paths, int n, swin_preprocess_device where,
+                       swin_decoder dec, int batch, collect *c) {
+    memset(c, 0, sizeof *c);
+    c->in_order = 1;
+    c->nc = swin_model_config(swin_session_get_model(s))->num_classes;
+    for (size_t i = 0; i < sizeof c->logits / sizeof c->logits[0]; i++) c->logits[i] = NAN;
+    swin_pipeline_options po = swin_pipeline_options_default();
+    po.batch = batch;
+    po.threads = 3;
+    po.where = where;
+    po.decoder = dec;
+    swin_pipeline_stats st;
+    return swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, on_result, c, &st);
+}
+
+int main(int argc, char **argv) {
+    const char *src = argc > 1 ? argv[1] : ".";
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("test_gpu_pipeline: skipped, no usable GPU\n");
+        return TU_SKIP;
+    }
+    char dir[1024], tmp[512], model_dir[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/weights/digits", src);
+    swin_model *m = NULL;
+    swin_load_options lo = swin_load_options_default();
+    if (swin_model_load(model_dir, &lo, &m) != SWIN_OK) { printf("load: %s\n", swin_last_error()); return 1; }
+    swin_preprocess_params pp = swin_preprocess_params_from_config(swin_model_config(m));
+    if (swin_model_config(m)->num_classes > 16) { printf("digits model expected\n"); return 1; }
+    swin_session_options so = swin_session_options_default();
+    so.device = SWIN_DEVICE_CUDA;
+    so.precision = SWIN_FP32;
+    so.max_batch = 16;
+    swin_session *s = NULL;
+    if (swin_session_create(m, &so, &s) != SWIN_OK) { printf("session: %s\n", swin_last_error()); return 1; }
+    if (tu_tmpdir(tmp, sizeof tmp, "swin_gpu_pipeline")) return 1;
+
+    /* the files: JPEG fixtures, preprocessing fixtures (PNG, GIF, ...), and bad ones */
+    char *paths[MAX_FILES];
+    int n = 0, first_bad;
+    snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
+    n = list_dir(dir, paths, n);
+    snprintf(dir, sizeof dir, "%s/tests/data/preprocess", src);
+    n = list_dir(dir, paths, n);
+    first_bad = n;
+    {   /* a truncated JPEG and a missing file */
+        FILE *f = fopen(paths[0], "rb"), *g;
+        char buf[4096];
+        size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+        if (f) fclose(f);
+        paths[n] = malloc(1024);
+        snprintf(paths[n], 1024, "%s/cut.jpg", tmp);
+        if ((g = fopen(paths[n], "wb"))) { fwrite(buf, 1, len / 2, g); fclose(g); }
+        n++;
+        paths[n] = malloc(1024);
+        snprintf(paths[n++], 1024, "%s/missing.jpg", tmp);
+    }
+    CHECK(first_bad >= 20, "%d fixture images found", first_bad);
+
+    /* GPU vs CPU preprocessing, default decoder: identical */
+    static collect cpu, gpu, nv;
+    CHECK(run(s, &pp, paths, n, SWIN_PRE_DEVICE_CPU, SWIN_DECODER_CPU, 16, &cpu) == SWIN_OK, "cpu run: %s", swin_last_error());
+    CHECK(run(s, &pp, paths, n, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_CPU, 16, &gpu) == SWIN_OK, "gpu run: %s", swin_last_error());
+    int diff = 0, bad_ok = 1;
+    for (int i = 0; i < n; i++) {
+        int want = i < first_bad ? 1 : 2;
+        if (cpu.got[i] != want || gpu.got[i] != want) { bad_ok = 0; printf("  %s: cpu %d gpu %d\n", paths[i], cpu.got[i], gpu.got[i]); }
+        if (want == 1 && memcmp(cpu.logits + (size_t)i * cpu.nc, gpu.logits + (size_t)i * gpu.nc, (size_t)cpu.nc * sizeof(float)))
+            diff++;
+    }
+    CHECK(cpu.calls == n && gpu.calls == n && cpu.in_order && gpu.in_order, "every file delivered once, in order");
+    CHECK(bad_ok, "good files classified, bad files reported (both preprocessing devices)");
+    CHECK(diff == 0, "GPU preprocessing: %d of %d files with logits different from CPU preprocessing", diff, first_bad);
+
+    /* nvJPEG */
+    swin_nvjpeg *dec = NULL;
+    swin_status cs = swin_nvjpeg_create(0, &dec);
+    if (cs == SWIN_ERR_UNSUPPORTED) {
+        printf("nvJPEG not built: %s (its checks not run)\n", swin_last_error());
+    } else if (CHECK(cs == SWIN_OK, "nvjpeg create: %s", swin_last_error())) {
+        printf("nvJPEG backend: %s\n", swin_nvjpeg_backend(dec));
+        int far = 0, njpeg = 0;
+        for (int i = 0; i < first_bad; i++) {
+            const char *p = paths[i], *dot = strrchr(p, '.');
+            if (!dot || strcmp(dot, ".jpg")) continue;
+            uint8_t *data = NULL;
+            size_t len = 0;
+            swin_image ref;
+            if (swin_image_read_file(p, &data, &len) != SWIN_OK || swin_image_load(p, &ref) != SWIN_OK) { free(data); continue; }
+            swin_nvjpeg_image o;
+            const uint8_t *d1[1] = {data};
+            size_t l1[1] = {len};
+            const char *n1[1] = {p};
+            if (swin_nvjpeg_decode(dec, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
+                size_t bytes = (size_t)o.width * o.height * 3;
+                uint8_t *h = malloc(bytes);
+                double sum = 0;
+                int maxd = 0;
+                CHECK(o.width == ref.width && o.height == ref.height, "%s: %dx%d vs %dx%d", p, o.width, o.height, ref.width,
+                      ref.height);
+                if (h && o.width == ref.width && o.height == ref.height &&
+                    cudaMemcpy(h, o.rgb, bytes, cudaMemcpyDeviceToHost) == cudaSuccess) {
+                    for (size_t k = 0; k < bytes; k++) {
+                        int dd = abs((int)h[k] - (int)ref.rgb[k]);
+                        sum += dd;
+                        if (dd > maxd) maxd = dd;
+                    }
+                    printf("  nvjpeg %-60s mean |diff| %.3f, max %d\n", p, sum / bytes, maxd);
+                    if (sum / bytes > 1.5) far++;
+                    njpeg++;
+                }
+                free(h);
+            } else {
+                printf("  nvjpeg %-60s not decoded: %s\n", p, o.err);
+            }
+            swin_image_free(&ref);
+            free(data);
+        }
+        CHECK(njpeg >= 10, "nvJPEG decoded %d fixture JPEGs", njpeg);
+        CHECK(far == 0, "%d JPEGs decoded by nvJPEG with mean |diff| > 1.5 levels from libjpeg", far);
+        CHECK(run(s, &pp, paths, n, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_NVJPEG, 16, &nv) == SWIN_OK, "nvjpeg run: %s",
+              swin_last_error());
+        int nv_bad = 0, png_diff = 0;
+        for (int i = 0; i < n; i++) {
+            int want = i < first_bad ? 1 : 2;
+            if (nv.got[i] != want) { nv_bad++; printf("  nvjpeg mode %s: got %d (%s)\n", paths[i], nv.got[i], nv.err[i]); }
+            const char *dot = strrchr(paths[i], '.');
+            if (want == 1 && dot && strcmp(dot, ".jpg") &&
+                memcmp(nv.logits + (size_t)i * nv.nc, gpu.logits + (size_t)i * nv.nc, (size_t)nv.nc * sizeof(float)))
+                png_diff++;
+        }
+        CHECK(nv.calls == n && nv.in_order, "nvjpeg mode: every file delivered once, in order");
+        CHECK(nv_bad == 0, "nvjpeg mode: %d files not classified / not refused as expected", nv_bad);
+        CHECK(png_diff == 0, "nvjpeg mode: %d non-JPEG files differ from the default mode", png_diff);
+        CHECK(strstr(nv.err[first_bad], "cut.jpg") != NULL, "nvjpeg mode: truncated file named: '%s'", nv.err[first_bad]);
+        swin_nvjpeg_free(dec);
+    }
+    for (int i = 0; i < n; i++) free(paths[i]);
+    swin_session_free(s);
+    swin_model_free(m);
+    tu_rmtree(tmp);
+    return tu_finish("test_gpu_pipeline");
+}

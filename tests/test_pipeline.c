@@ -1,0 +1,187 @@
+/* test_pipeline.c - the decode pipeline (src/image/pipeline.c) on the CPU with the digits model:
+ * results come back once per input and in input order, whatever the threads, batch and depth;
+ * bad files (missing, empty, truncated, not an image, a directory) are reported in their place
+ * with their path and the others are classified; logits are bit-identical to preprocessing and
+ * running each image alone; bad options are refused.
+ * Run: build/tests/test_pipeline SOURCE_DIR
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pipeline.h"
+#include "testutil.h"
+
+#define MAX_FILES 64
+
+typedef struct {
+    int n, calls, in_order, nc;
+    int got[MAX_FILES];             /* 1 logits, 2 error */
+    char err[MAX_FILES][512];
+    float *logits;                  /* [MAX_FILES, nc] */
+} collect;
+
+static void on_result(void *ctx, const swin_pipeline_result *r) {
+    collect *c = ctx;
+    if (r->index != c->calls) c->in_order = 0;
+    c->calls++;
+    if (r->index < 0 || r->index >= MAX_FILES) return;
+    if (r->logits) {
+        c->got[r->index] = 1;
+        memcpy(c->logits + (size_t)r->index * c->nc, r->logits, (size_t)c->nc * sizeof(float));
+    } else {
+        c->got[r->index] = 2;
+        snprintf(c->err[r->index], sizeof c->err[r->index], "%s", r->error ? r->error : "(null)");
+    }
+}
+
+static int copy_file(const char *from, const char *to, long limit) {
+    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+    int c, rc = !f || !g;
+    for (long i = 0; !rc && (limit < 0 || i < limit) && (c = fgetc(f)) != EOF; i++) fputc(c, g);
+    if (f) fclose(f);
+    if (g) fclose(g);
+    return rc;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+int main(int argc, char **argv) {
+    const char *src = argc > 1 ? argv[1] : ".";
+    char dir[512], path[1024], model_dir[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/weights/digits", src);
+    swin_model *m = NULL;
+    swin_load_options lo = swin_load_options_default();
+    if (swin_model_load(model_dir, &lo, &m) != SWIN_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", model_dir, swin_last_error());
+        return 1;
+    }
+    const swin_config *cfg = swin_model_config(m);
+    swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
+    if (tu_tmpdir(dir, sizeof dir, "swin_pipeline")) return 1;
+
+    /* 24 inputs: digits, with bad ones in between; expect[i] 1 good, 2 bad */
+    static const char *const digits[] = {"0021_1.png", "0024_4.png", "0028_8.png", "0034_6.png", "0035_5.png", "0037_9.png"};
+    char *paths[MAX_FILES];
+    int expect[MAX_FILES], n = 0;
+    for (int i = 0; i < 24; i++) {
+        paths[n] = malloc(1024);
+        expect[n] = 1;
+        if (i == 3) { snprintf(paths[n], 1024, "%s/missing.png", dir); expect[n] = 2; }
+        else if (i == 7) { snprintf(paths[n], 1024, "%s/empty.png", dir); write_text(paths[n], ""); expect[n] = 2; }
+        else if (i == 8) { snprintf(paths[n], 1024, "%s/text.png", dir); write_text(paths[n], "hello"); expect[n] = 2; }
+        else if (i == 15) {
+            snprintf(path, sizeof path, "%s/tests/data/digits/%s", src, digits[0]);
+            snprintf(paths[n], 1024, "%s/cut.png", dir);
+            copy_file(path, paths[n], 60);
+            expect[n] = 2;
+        } else if (i == 16) { snprintf(paths[n], 1024, "%s", dir); expect[n] = 2; }
+        else if (i == 23) { snprintf(paths[n], 1024, "%s/missing-last.png", dir); expect[n] = 2; }
+        else {
+            snprintf(path, sizeof path, "%s/tests/data/digits/%s", src, digits[i % 6]);
+            snprintf(paths[n], 1024, "%s/d%02d.png", dir, i);
+            copy_file(path, paths[n], -1);
+        }
+        n++;
+    }
+    int nc = cfg->num_classes;
+
+    /* the truth: each good image preprocessed and run alone */
+    swin_session_options so = swin_session_options_default();
+    so.max_batch = 8;
+    swin_session *s = NULL;
+    CHECK(swin_session_create(m, &so, &s) == SWIN_OK, "session: %s", swin_last_error());
+    float *want = calloc((size_t)n * nc, sizeof *want), *x = malloc(swin_preprocess_floats(&pp) * sizeof *x);
+    for (int i = 0; i < n && s; i++)
+        if (expect[i] == 1) {
+            CHECK(swin_preprocess_file(&pp, paths[i], x) == SWIN_OK, "%s: %s", paths[i], swin_last_error());
+            CHECK(swin_forward(s, x, 1, want + (size_t)i * nc) == SWIN_OK, "forward %d", i);
+        }
+
+    /* threads x batch x depth */
+    static const int cases[][3] = {{1, 1, 2}, {1, 8, 2}, {2, 3, 3}, {4, 8, 3}, {8, 5, 2}, {3, 7, 16}, {0, 8, 3}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && s; c++) {
+        collect col = {n, 0, 1, nc, {0}, {{0}}, calloc((size_t)MAX_FILES * nc, sizeof(float))};
+        swin_pipeline_options po = swin_pipeline_options_default();
+        po.threads = cases[c][0];
+        po.batch = cases[c][1];
+        po.depth = cases[c][2];
+        for (size_t j = 0; j < (size_t)MAX_FILES * nc; j++) col.logits[j] = NAN; /* poison */
+        swin_pipeline_stats st;
+        swin_status rs = swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st);
+        CHECK(rs == SWIN_OK, "threads %d batch %d depth %d: %s", po.threads, po.batch, po.depth, swin_last_error());
+        CHECK(col.calls == n && col.in_order, "threads %d batch %d: %d calls for %d inputs, in order %d", po.threads,
+              po.batch, col.calls, n, col.in_order);
+        int bad_failed = 0, mism = 0, nfail = 0;
+        for (int i = 0; i < n; i++) {
+            if (expect[i] == 2) {
+                nfail++;
+                if (col.got[i] != 2 || !strstr(col.err[i], paths[i])) {
+                    bad_failed++;
+                    printf("  input %d (%s): %s\n", i, paths[i], col.got[i] == 2 ? col.err[i] : "no error");
+                }
+            } else if (col.got[i] != 1 || memcmp(col.logits + (size_t)i * nc, want + (size_t)i * nc,
+                                                   (size_t)nc * sizeof(float))) {
+                mism++;
+            }
+        }
+        CHECK(bad_failed == 0, "threads %d batch %d: %d bad files not reported with their path", po.threads,
+              po.batch, bad_failed);
+        CHECK(mism == 0, "threads %d batch %d depth %d: %d good images differ from running alone", po.threads,
+              po.batch, po.depth, mism);
+        CHECK(st.images == n && st.failed == nfail && st.batches == (n + po.batch - 1) / po.batch,
+              "stats: images %d failed %d (want %d) batches %d", st.images, st.failed, nfail, st.batches);
+        free(col.logits);
+    }
+    /* the messages themselves */
+    {
+        collect col = {n, 0, 1, nc, {0}, {{0}}, calloc((size_t)MAX_FILES * nc, sizeof(float))};
+        swin_pipeline_options po = swin_pipeline_options_default();
+        swin_pipeline_stats st;
+        swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st);
+        CHECK(strstr(col.err[3], "cannot open") != NULL, "missing: '%s'", col.err[3]);
+        CHECK(strstr(col.err[7], "empty file") != NULL, "empty: '%s'", col.err[7]);
+        CHECK(strstr(col.err[8], "not an image") != NULL, "text: '%s'", col.err[8]);
+        CHECK(strstr(col.err[15], "truncated") || strstr(col.err[15], "corrupt"), "cut: '%s'", col.err[15]);
+        CHECK(strstr(col.err[16], "is a directory") != NULL, "dir: '%s'", col.err[16]);
+        free(col.logits);
+    }
+    /* bad options: refused, nothing delivered */
+    {
+        collect col = {n, 0, 1, nc, {0}, {{0}}, NULL};
+        swin_pipeline_options po = swin_pipeline_options_default();
+        swin_pipeline_stats st;
+        po.batch = 9; /* > max batch 8 */
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+              "batch over the session's max refused");
+        po = swin_pipeline_options_default();
+        po.depth = 1;
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+              "depth 1 refused");
+        po = swin_pipeline_options_default();
+        po.where = SWIN_PRE_DEVICE_GPU;
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+              "GPU preprocessing on a CPU session refused: %s", swin_last_error());
+        swin_preprocess_params bad = pp;
+        bad.size = pp.size + 1;
+        po = swin_pipeline_options_default();
+        CHECK(swin_pipeline_run(s, &bad, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+              "a preprocessing size other than the model's refused");
+        CHECK(col.calls == 0, "nothing delivered by refused runs (%d calls)", col.calls);
+        CHECK(swin_pipeline_run(s, &pp, NULL, 0, &po, on_result, &col, &st) == SWIN_OK && col.calls == 0,
+              "an empty list runs and delivers nothing");
+    }
+    free(want);
+    free(x);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    swin_session_free(s);
+    swin_model_free(m);
+    tu_rmtree(dir);
+    return tu_finish("test_pipeline");
+}
