@@ -10,6 +10,10 @@
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
  * The tile shapes live in attention_common.cuh (struct Tiles). This file holds the launchers and
  * the op entries that validate arguments.
+ * head_dim: any of 1..256. The fused kernels are instantiated for the padded tile widths of
+ * head_width() and run a head on the smallest width >= head_dim with zero pad columns; the
+ * accesses of a head's rows are as wide as head_dim's alignment allows (access_bytes). The unfused
+ * path packs q/k/v into aligned blocks first when a head's rows are not 16-byte aligned.
  * Test: build tests/test_gpu_attention (ctest -L gpu), or run it with the source dir as argv[1];
  * SWIN_TEST_QUICK=1 runs a small subset (for compute-sanitizer).
  */
@@ -33,7 +37,18 @@ static Geom make_geom(const swin_dims *d) {
     g.nw = g.nwx * g.nwx;
     g.heads = d->heads;
     g.C = d->C;
+    g.hd = d->head_dim;
     return g;
+}
+
+/* Padded tile width the fused kernels run a head of hd channels on (0: none). Widths are
+ * multiples of 16; each costs a set of instantiations (3 tensor-core kernels per 16-bit dtype and
+ * one fp32 kernel), so the list is short; the most padding is 95 channels (hd 161 on width 256). */
+static int head_width(int hd) {
+    static const int widths[] = {16, 32, 48, 64, 96, 128, 160, Tiles::kMaxHeadDim};
+    for (int w : widths)
+        if (hd <= w) return w;
+    return 0;
 }
 
 static swin_status device_limits(int *sms, int *smem_optin) {
@@ -48,7 +63,9 @@ static swin_status device_limits(int *sms, int *smem_optin) {
 
 template <int HD, typename T, int NW, bool STREAM>
 static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cudaStream_t st) {
-    auto kern = attn_mma_kernel<HD, T, NW, STREAM>;
+    auto kern = attn_mma_kernel<HD, T, NW, STREAM, false>;
+    if constexpr (exact_width(HD))
+        if (a.g.hd == HD) kern = attn_mma_kernel<HD, T, NW, STREAM, true>;   // a.vb == 16: HD % 8 == 0
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     kern<<<(unsigned)grid, NW * 32, smem, st>>>(a);
     SWIN_LAUNCH_CHECK(STREAM ? "attn_mma_kernel<stream>" : "attn_mma_kernel<resident>", st);
@@ -71,7 +88,7 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
     return SWIN_OK;
 }
 
-/* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split */
+/* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split. HD: padded width. */
 template <int HD, typename T>
 static swin_status launch_mma(void *out, const void *qkv, const float *bias_table, const float *scale,
                               const Geom &g, int nwin, int v2, cudaStream_t st) {
@@ -79,13 +96,18 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     SWIN_TRY(device_limits(&sms, &optin));
     MmaArgs a;
     a.set(out, qkv, bias_table, scale, g, v2);
+    a.vb = access_bytes(g.hd, (int)sizeof(T));
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
-    const int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
+    int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
     const size_t pairs = (size_t)nwin * g.heads;
-    const bool stream = (size_t)2 * g.npad * (HD + Tiles::kPad) * sizeof(T) > (size_t)Tiles::kResidentKvBytes;
+    /* streamed when K+V of the window are large, or when the resident layout does not fit the device */
+    const bool stream = (size_t)2 * g.npad * (HD + Tiles::kPad) * sizeof(T) > (size_t)Tiles::kResidentKvBytes ||
+                        MmaSmem(HD, g.npad, g.npad, g.W, nwarps).total > optin;
     if (stream) {
-        a.kv_rows = Tiles::kStreamKeys;
+        nwarps = Tiles::kWarpsLarge;   // the streamed kernel has 8 warps (warps past the window's tiles idle)
+        a.kv_rows = Tiles::kStreamKeys;   // fewer keys per chunk where the device has less shared memory
+        while (a.kv_rows > Tiles::kRows && MmaSmem(HD, a.kv_rows, g.npad, g.W, nwarps).total > optin) a.kv_rows /= 2;
         a.tiles_per_cta = nwarps;
         a.groups = (a.tiles + nwarps - 1) / nwarps;
     } else {
@@ -100,21 +122,21 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     }
     const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
     if (L.total > optin)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d with head_dim %d needs %d bytes of "
-                         "shared memory, the device allows %d", g.W, HD, L.total, optin);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d with head_dim %d (tile width %d) needs "
+                         "%d bytes of shared memory, the device allows %d", g.W, g.hd, HD, L.total, optin);
     const size_t grid = pairs * a.groups;
     if (grid > INT_MAX)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
-    /* a window of <= 4 tiles (N <= 64) always fits: the 4-warp kernels are resident-only */
+    /* the 4-warp kernels are resident-only: a window that streams runs on 8 warps */
     if constexpr (SWIN_ATTN_PIPELINE && HD <= 64)
-        if (nwarps == Tiles::kWarpsSmall) return launch_mma_pipe<HD, T>(a, sms, st);
+        if (nwarps == Tiles::kWarpsSmall && !stream) return launch_mma_pipe<HD, T>(a, sms, st);
     if (nwarps == Tiles::kWarpsSmall)
         return launch_mma_kernel<HD, T, Tiles::kWarpsSmall, false>(a, grid, L.total, st);
     return stream ? launch_mma_kernel<HD, T, Tiles::kWarpsLarge, true>(a, grid, L.total, st)
                   : launch_mma_kernel<HD, T, Tiles::kWarpsLarge, false>(a, grid, L.total, st);
 }
 
-/* fp32 data: SIMT kernel, 64 query rows per CTA */
+/* fp32 data: SIMT kernel, 64 query rows per CTA. HD: padded width. */
 template <int HD>
 static swin_status launch_f32(float *out, const float *qkv, const float *bias_table, const float *scale,
                               const Geom &g, int nwin, int v2, cudaStream_t st) {
@@ -122,16 +144,19 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
     SWIN_TRY(device_limits(&sms, &optin));
     F32Args a;
     a.set(out, qkv, bias_table, scale, g, v2);
+    a.vb = access_bytes(g.hd, (int)sizeof(float));
     const int rows = Tiles::kF32Warps * Tiles::kF32RowsPerWarp;
     a.groups = (g.N + rows - 1) / rows;
     const F32Smem L(HD, g.N, g.W);
     if (L.total > optin)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention (fp32): window %d with head_dim %d needs %d "
-                         "bytes of shared memory, the device allows %d", g.W, HD, L.total, optin);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention (fp32): window %d with head_dim %d (tile width %d) "
+                         "needs %d bytes of shared memory, the device allows %d", g.W, g.hd, HD, L.total, optin);
     const size_t grid = (size_t)nwin * g.heads * a.groups;
     if (grid > INT_MAX)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
-    auto kern = attn_f32_kernel<HD>;
+    auto kern = attn_f32_kernel<HD, false>;
+    if constexpr (exact_width(HD))
+        if (g.hd == HD) kern = attn_f32_kernel<HD, true>;   // a.vb == 16: HD % 4 == 0
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
     kern<<<(unsigned)grid, Tiles::kF32Warps * 32, L.total, st>>>(a);
@@ -139,29 +164,26 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
     return SWIN_OK;
 }
 
+/* one case per width of head_width() */
+#define SWIN_ATTN_WIDTHS(X) X(16) X(32) X(48) X(64) X(96) X(128) X(160) X(256)
+
 template <typename T>
 static swin_status launch_fused(void *out, const void *qkv, const float *bias_table, const float *scale,
-                                const Geom &g, int nwin, int hd, int v2, cudaStream_t st) {
-    switch (hd) {
-    case 16: return launch_mma<16, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    case 32: return launch_mma<32, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    case 64: return launch_mma<64, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    case 128: return launch_mma<128, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    }
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", hd);
+                                const Geom &g, int nwin, int v2, cudaStream_t st) {
+#define SWIN_ATTN_CASE(w) case w: return launch_mma<w, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    switch (head_width(g.hd)) { SWIN_ATTN_WIDTHS(SWIN_ATTN_CASE) }
+#undef SWIN_ATTN_CASE
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", g.hd);
 }
 template <>
 swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_table, const float *scale,
-                                const Geom &g, int nwin, int hd, int v2, cudaStream_t st) {
+                                const Geom &g, int nwin, int v2, cudaStream_t st) {
     float *o = (float *)out;
     const float *x = (const float *)qkv;
-    switch (hd) {
-    case 16: return launch_f32<16>(o, x, bias_table, scale, g, nwin, v2, st);
-    case 32: return launch_f32<32>(o, x, bias_table, scale, g, nwin, v2, st);
-    case 64: return launch_f32<64>(o, x, bias_table, scale, g, nwin, v2, st);
-    case 128: return launch_f32<128>(o, x, bias_table, scale, g, nwin, v2, st);
-    }
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", hd);
+#define SWIN_ATTN_CASE(w) case w: return launch_f32<w>(o, x, bias_table, scale, g, nwin, v2, st);
+    switch (head_width(g.hd)) { SWIN_ATTN_WIDTHS(SWIN_ATTN_CASE) }
+#undef SWIN_ATTN_CASE
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", g.hd);
 }
 
 // ---- op entries
@@ -185,9 +207,9 @@ static swin_status check_dims(const swin_dims *d, swin_dtype dt) {
                          d->window);
     if (d->version != 1 && d->version != 2)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: version %d (expected 1 or 2)", d->version);
-    if (d->head_dim != 16 && d->head_dim != 32 && d->head_dim != 64 && d->head_dim != 128)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d (supported: 16, 32, 64, 128)",
-                         d->head_dim);
+    if (d->head_dim > Tiles::kMaxHeadDim)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d (supported: 1 to %d)", d->head_dim,
+                         Tiles::kMaxHeadDim);
     if (d->window > 32)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d (at most 32, N <= 1024 tokens)",
                          d->window);
@@ -218,7 +240,7 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
     const Geom g = make_geom(d);
     const int nwin = d->B * g.nw, v2 = d->version == 2;
     if (impl == SWIN_ATTN_IMPL_FUSED) {
-        SWIN_DISPATCH(dt, T, return launch_fused<T>(out, qkv, bias_table, scale, g, nwin, d->head_dim, v2, st));
+        SWIN_DISPATCH(dt, T, return launch_fused<T>(out, qkv, bias_table, scale, g, nwin, v2, st));
     } else if (impl == SWIN_ATTN_IMPL_UNFUSED) {
         if (!cublas || !workspace)
             return swin_fail(SWIN_ERR_ARGUMENT, "window attention (unfused): needs a cuBLAS handle (%p) and a "

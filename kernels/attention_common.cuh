@@ -1,6 +1,7 @@
 /* attention_common.cuh - pieces shared by the window-attention kernels (included by attention.cu
  * only): the tile shapes (all in one place), the window geometry computed in-kernel (relative
- * position offsets and shift-mask regions; no dense bias or mask is ever built), and the PTX
+ * position offsets and shift-mask regions; no dense bias or mask is ever built), the global
+ * accesses of a head's row for any head_dim (vector width from its alignment), and the PTX
  * wrappers for cp.async, ldmatrix and mma.sync m16n8k16.
  * Test: tests/test_gpu_attention.c (run with the source dir as argv[1]).
  */
@@ -32,7 +33,26 @@ struct Tiles {
     static constexpr int kF32Pad = 4;            // K row padding (floats): float4 reads conflict-free
     /* unfused softmax: one warp per score row */
     static constexpr int kSoftmaxWarps = 8;
+    /* head_dim: the fused kernels are instantiated for a few padded widths (multiples of 16, the
+     * mma K and ldmatrix granule; attention.cu: head_width()). A head of hd channels runs on the
+     * smallest width >= hd; its columns hd.. are zero in shared memory (loaded as zeros), so q.k,
+     * |q|, |k| and P V are those of the true head, and only hd output channels are stored. */
+    static constexpr int kMaxHeadDim = 256;
+    static constexpr int kQRegsMax = 128;        // tensor-core kernel: Q fragments in registers up to this
+                                                 // width; wider tiles re-read them from smem (registers)
 };
+
+/* Widths that also get an EXACT instantiation (head_dim == width known at compile time, no general
+ * loads/stores): the head_dims the kernels supported before any head_dim was (16, 32, 64, 128).
+ * Off by default (-DSWIN_ATTN_EXACT=1 turns it on): it has not yet run on a GPU; the general
+ * kernels, which it specialises, passed the full test there (3-5% slower on Swin-T's head_dim 32).
+ * Measure it with `swin bench` and the GPU check before making it the default. */
+#ifndef SWIN_ATTN_EXACT
+#define SWIN_ATTN_EXACT 0
+#endif
+__host__ __device__ constexpr bool exact_width(int HD) {
+    return SWIN_ATTN_EXACT && (HD == 16 || HD == 32 || HD == 64 || HD == 128);
+}
 
 static constexpr float kLog2e = 1.4426950408889634f;
 static constexpr float kMask = -100.0f;          // added where shift regions differ (timm/HF)
@@ -40,6 +60,7 @@ static constexpr float kMask = -100.0f;          // added where shift regions di
 // ---- window geometry
 struct Geom {
     int N, npad, W, res, shift, nwx, nw, heads, C;
+    int hd;                    // head_dim (C == heads * hd), any of 1..Tiles::kMaxHeadDim
 };
 
 /* What every fused kernel reads and writes; the kernels' argument structs extend it. P is the
@@ -52,6 +73,7 @@ struct AttnIO {
     const float *scale;        // [heads]
     Geom g;
     int v2;
+    int vb;                    // bytes per global access of q/k/v/out rows: access_bytes(g.hd, sizeof element)
     void set(P *o, const P *x, const float *bt, const float *sc, const Geom &geom, int is_v2) {
         qkv = x, out = o, bias_table = bt, scale = sc, g = geom, v2 = is_v2;
     }
@@ -98,6 +120,64 @@ __device__ __forceinline__ void stage_tables(int *kinfo, int n, float *bias, con
     for (int i = tid; i < nb; i += nthr) bias[i] = __ldg(table + (size_t)i * g.heads + h) * mul;
 }
 
+// ---- a head's rows in global memory, any head_dim
+
+/* Widest access (16, 8, 4 or 2 bytes) that every row of a head's q/k/v/out slice allows. The slice
+ * of token t, head h starts hd * (t * 3 * heads + which * heads + h) elements (out: hd * (t * heads
+ * + h)) past a 16-byte aligned base, so all of them are aligned to that of hd * es bytes; so is
+ * every piece of vb bytes at a column that is a multiple of vb / es. */
+__host__ __device__ inline int access_bytes(int hd, int es) {
+    const int b = hd * es;
+    return (b & 15) == 0 ? 16 : (b & 7) == 0 ? 8 : (b & 3) == 0 ? 4 : 2;
+}
+
+/* 16 bytes at src, of which the first nbytes (a multiple of vb, src aligned to vb) are read and the
+ * rest are zero. Branches on vb are uniform per launch; indices into w are compile-time. */
+__device__ __forceinline__ uint4 ldg_part(const void *src, int nbytes, int vb) {
+    const char *s = static_cast<const char *>(src);
+    uint32_t w[4] = {0u, 0u, 0u, 0u};
+    if (vb == 16) {
+        if (nbytes >= 16) return __ldg(reinterpret_cast<const uint4 *>(s));
+    } else if (vb == 8) {
+#pragma unroll
+        for (int b = 0; b < 16; b += 8)
+            if (b < nbytes) {
+                const uint2 u = __ldg(reinterpret_cast<const uint2 *>(s + b));
+                w[b / 4] = u.x, w[b / 4 + 1] = u.y;
+            }
+    } else if (vb == 4) {
+#pragma unroll
+        for (int b = 0; b < 16; b += 4)
+            if (b < nbytes) w[b / 4] = __ldg(reinterpret_cast<const unsigned int *>(s + b));
+    } else {
+#pragma unroll
+        for (int b = 0; b < 16; b += 2)
+            if (b < nbytes) w[b / 4] |= (uint32_t)__ldg(reinterpret_cast<const unsigned short *>(s + b)) << (8 * (b & 3));
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* store the first nbytes (a multiple of vb, dst aligned to vb) of the 16 bytes v */
+__device__ __forceinline__ void st_part(void *dst, uint4 v, int nbytes, int vb) {
+    char *d = static_cast<char *>(dst);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    if (vb == 16) {
+        if (nbytes >= 16) *reinterpret_cast<uint4 *>(d) = v;
+    } else if (vb == 8) {
+#pragma unroll
+        for (int b = 0; b < 16; b += 8)
+            if (b < nbytes) *reinterpret_cast<uint2 *>(d + b) = make_uint2(w[b / 4], w[b / 4 + 1]);
+    } else if (vb == 4) {
+#pragma unroll
+        for (int b = 0; b < 16; b += 4)
+            if (b < nbytes) *reinterpret_cast<unsigned int *>(d + b) = w[b / 4];
+    } else {
+#pragma unroll
+        for (int b = 0; b < 16; b += 2)
+            if (b < nbytes) *reinterpret_cast<unsigned short *>(d + b) = (unsigned short)(w[b / 4] >> (8 * (b & 3)));
+    }
+}
+
 // ---- PTX wrappers (sm_80+)
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -105,6 +185,15 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
                  "l"(__cvta_generic_to_global(src)), "r"(valid ? 16 : 0));
+}
+/* the same for 8 and 4 bytes (cp.async.ca: .cg takes 16 only); dst and src aligned to the size */
+__device__ __forceinline__ void cp_async8(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(valid ? 8 : 0));
+}
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(valid ? 4 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }

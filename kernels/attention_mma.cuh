@@ -12,6 +12,12 @@
  * -inf, pad query rows are never written. V2 cosine attention scales the raw q.k by
  * scale/(|q||k|) in fp32, with the norms computed from the staged rows. The shift mask is only
  * evaluated in windows on the shifted border; elsewhere all tokens share one region.
+ * Any head_dim: the template width HD is a padded tile width (Tiles: a multiple of 16); q/k/v rows
+ * are read with the true head_dim (a.g.hd) and the widest access its alignment allows (a.vb: 16-byte
+ * cp.async on the fast path, 8/4-byte cp.async or 2-byte copies otherwise), columns hd..HD-1 land
+ * in smem as zeros, and only hd output channels are stored. Above Tiles::kQRegsMax the Q fragments
+ * are re-read from smem for each key block instead of being held in registers, and the warp's O
+ * staging tile is its Q tile.
  * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
  * for N <= 64 that prefetch the next item while computing the current one.
  * Test: tests/test_gpu_attention.c.
@@ -43,7 +49,12 @@ struct MmaArgs : AttnIO<void> {
     int nwin;                  // windows B*nW
 };
 
-/* shared-memory layout, the same on host (sizing) and device (carving); byte offsets */
+/* Q fragments of a warp tile live in registers (else they are re-read from smem per key block) */
+__host__ __device__ constexpr bool q_in_regs(int HD) { return HD <= Tiles::kQRegsMax; }
+
+/* shared-memory layout, the same on host (sizing) and device (carving); byte offsets. hd: the
+ * padded tile width. Per warp a Q tile and an O tile; one tile (O staged over Q) when Q is not
+ * held in registers. */
 struct MmaSmem {
     int k, v, kinfo, rk, bias, stage, total;
     __host__ __device__ MmaSmem(int hd, int kv_rows, int npad, int W, int nwarps) {
@@ -54,20 +65,36 @@ struct MmaSmem {
         rk = kinfo + npad * 4;
         bias = rk + npad * 4;
         stage = (bias + nb * 4 + 15) & ~15;
-        total = stage + nwarps * 2 * Tiles::kRows * ld * 2;   // per warp: Q tile and O tile
+        total = stage + nwarps * (q_in_regs(hd) ? 2 : 1) * Tiles::kRows * ld * 2;
     }
 };
 
-/* cp.async rows [r0, r0+nrows) of a [N, HD] slice (row stride ldg elements) into smem rows
- * 0.. (stride LD); rows >= N are zero-filled so that P (=0) x V stays finite */
+/* rows [r0, r0+nrows) of a head's [N, hd] slice (row stride ldg elements) into smem rows 0..
+ * (stride LD) as HD columns; rows >= N and columns >= hd are zero-filled, so that P (=0) x V
+ * stays finite and the pad channels add nothing. vb = access_bytes(hd, 2): 16-byte cp.async
+ * (pieces past hd zero-filled), else pieces of vb bytes: cp.async for 8 and 4, plain 2-byte copies
+ * for 2 (odd hd; visible after the caller's barrier like the rest). */
 template <int HD, typename T>
 __device__ __forceinline__ void load_rows(T *dst, const T *src, size_t ldg, int r0, int nrows, int N,
-                                          int tid, int nthr) {
+                                          int hd, int vb, int tid, int nthr) {
     constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;   // 16-byte chunks per row
-    for (int i = tid; i < nrows * CPR; i += nthr) {
-        int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
-        bool ok = gr < N;
-        cp_async16(dst + r * LD + c, src + (size_t)(ok ? gr : 0) * ldg + c, ok);
+    if (vb == 16) {
+        for (int i = tid; i < nrows * CPR; i += nthr) {
+            int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
+            bool ok = gr < N && c < hd;
+            cp_async16(dst + r * LD + c, src + (size_t)(ok ? gr : 0) * ldg + (ok ? c : 0), ok);
+        }
+        return;
+    }
+    const int ppr = HD * (int)sizeof(T) / vb, hb = hd * (int)sizeof(T);   // pieces per row, data bytes
+    for (int i = tid; i < nrows * ppr; i += nthr) {
+        int r = i / ppr, b = (i - r * ppr) * vb, gr = r0 + r;
+        bool ok = gr < N && b < hb;
+        char *d = reinterpret_cast<char *>(dst + r * LD) + b;
+        const char *s = reinterpret_cast<const char *>(src + (size_t)(ok ? gr : 0) * ldg) + (ok ? b : 0);
+        if (vb == 8) cp_async8(d, s, ok);
+        else if (vb == 4) cp_async4(d, s, ok);
+        else *reinterpret_cast<unsigned short *>(d) = ok ? __ldg(reinterpret_cast<const unsigned short *>(s)) : (unsigned short)0;
     }
 }
 
@@ -90,7 +117,7 @@ __device__ __forceinline__ float inv_norm_row(const T *row) {
 
 // ---- one warp's 16-row query tile
 template <int HD> struct WarpTile {
-    uint32_t qf[HD / 16][4];   // Q A-fragments
+    uint32_t qf[q_in_regs(HD) ? HD / 16 : 1][4];   // Q A-fragments (unused when re-read from smem)
     float o[HD / 8][4];        // O accumulators (rows g, g+8)
     float m[2], l[2];          // running max (log2 domain) and lane-partial sums
     float sc[2];               // scale * log2e (/ |q| for V2) of rows g, g+8
@@ -102,9 +129,11 @@ __device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int til
                                            const MmaArgs &a, float scale_h, int lane) {
     constexpr int LD = HD + Tiles::kPad;
     const int mi = lane >> 3;
+    if constexpr (q_in_regs(HD)) {
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++)
-        ldsm_x4(t.qf[ks], qs + ((lane & 7) + (mi & 1) * 8) * LD + ks * 16 + (mi >> 1) * 8);
+        for (int ks = 0; ks < HD / 16; ks++)
+            ldsm_x4(t.qf[ks], qs + ((lane & 7) + (mi & 1) * 8) * LD + ks * 16 + (mi >> 1) * 8);
+    }
     float rq0 = 1.f, rq1 = 1.f;
     if (a.v2) {
         float rq = inv_norm_row<HD, T>(qs + (lane & 15) * LD);
@@ -127,11 +156,12 @@ __device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int til
 }
 
 /* keys [k_begin, k_end) (multiples of 16); smem row 0 of ks/vs holds key k_lo. masked: the window
- * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped) */
+ * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped).
+ * qs: the tile's Q rows in smem (read here only when !q_in_regs(HD)) */
 template <int HD, typename T>
-__device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T *vs, int k_lo, int k_begin,
-                                          int k_end, const int *kinfo, const float *rk, const float *bias,
-                                          const MmaArgs &a, bool masked, int lane) {
+__device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T *vs, const T *qs, int k_lo,
+                                          int k_begin, int k_end, const int *kinfo, const float *rk,
+                                          const float *bias, const MmaArgs &a, bool masked, int lane) {
     constexpr int LD = HD + Tiles::kPad, KB = Tiles::kKeyBlock, NT = KB / 8;
     const int mi = lane >> 3, q4 = lane & 3;
     const float mask = kMask * kLog2e;
@@ -145,13 +175,19 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
         // S = Q K^T
 #pragma unroll
         for (int kk = 0; kk < HD / 16; kk++) {
+            uint32_t qa[4];
+            if constexpr (q_in_regs(HD)) {
+                qa[0] = t.qf[kk][0], qa[1] = t.qf[kk][1], qa[2] = t.qf[kk][2], qa[3] = t.qf[kk][3];
+            } else {
+                ldsm_x4(qa, qs + ((lane & 7) + (mi & 1) * 8) * LD + kk * 16 + (mi >> 1) * 8);
+            }
 #pragma unroll
             for (int gp = 0; gp < KB / 16; gp++) {
                 if (gp < ng) {
                     uint32_t b[4];
                     ldsm_x4(b, kblk + (gp * 16 + (lane & 7) + (mi >> 1) * 8) * LD + kk * 16 + (mi & 1) * 8);
-                    mma16816<T>(s[2 * gp], t.qf[kk], b[0], b[1]);
-                    mma16816<T>(s[2 * gp + 1], t.qf[kk], b[2], b[3]);
+                    mma16816<T>(s[2 * gp], qa, b[0], b[1]);
+                    mma16816<T>(s[2 * gp + 1], qa, b[2], b[3]);
                 }
             }
         }
@@ -239,10 +275,13 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
     }
 }
 
-/* normalise and write the tile's valid rows: registers -> smem (os) -> 16-byte global stores */
+/* normalise and write the tile's valid rows, channels < hd: registers -> smem (os) -> global stores
+ * of 16 bytes (vb == 16) or of vb-byte pieces */
 template <int HD, typename T>
-__device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int lane) {
+__device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int hd, int vb,
+                                         int lane) {
     constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;
+    if constexpr (!q_in_regs(HD)) __syncwarp();   // os is the Q tile, read by every lane's ldmatrix until now
     float inv[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -260,14 +299,21 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
     __syncwarp();
     for (int i = lane; i < Tiles::kRows * CPR; i += 32) {
         int r = i / CPR, c = (i % CPR) * 8, row = tile * Tiles::kRows + r;
-        if (row < a.g.N)
-            *reinterpret_cast<uint4 *>(out + (size_t)row * a.g.C + c) = *reinterpret_cast<const uint4 *>(os + r * LD + c);
+        if (row < a.g.N && c < hd) {
+            const uint4 val = *reinterpret_cast<const uint4 *>(os + r * LD + c);
+            T *dst = out + (size_t)row * a.g.C + c;
+            if (vb == 16) *reinterpret_cast<uint4 *>(dst) = val;   // hd is a multiple of 8: whole chunks
+            else st_part(dst, val, min(8, hd - c) * (int)sizeof(T), vb);
+        }
     }
     __syncwarp();
 }
 
 // ---- the kernel
-template <int HD, typename T, int NW, bool STREAM>
+/* EXACT: head_dim == HD (a multiple of 8, so a.vb == 16) known at compile time: the fast path,
+ * without the general loads and stores (launch_mma_kernel picks it for exact_width(HD); the general
+ * kernel, EXACT false, handles any hd <= HD) */
+template <int HD, typename T, int NW, bool STREAM, bool EXACT>
 __global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32) ? SWIN_ATTN_MIN_CTAS : 1)
 attn_mma_kernel(MmaArgs a) {
     constexpr int LD = HD + Tiles::kPad;
@@ -282,25 +328,28 @@ attn_mma_kernel(MmaArgs a) {
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 
+    constexpr bool QREG = q_in_regs(HD);
     const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
     T *ks = reinterpret_cast<T *>(smem + L.k), *vs = reinterpret_cast<T *>(smem + L.v);
     int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
     float *rk = reinterpret_cast<float *>(smem + L.rk), *bias = reinterpret_cast<float *>(smem + L.bias);
-    T *qs = reinterpret_cast<T *>(smem + L.stage) + warp * 2 * Tiles::kRows * LD, *os = qs + Tiles::kRows * LD;
+    T *qs = reinterpret_cast<T *>(smem + L.stage) + warp * (QREG ? 2 : 1) * Tiles::kRows * LD;
+    T *os = QREG ? qs + Tiles::kRows * LD : qs;
 
     const size_t ldg = (size_t)3 * g.C;
-    const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + h * HD;
+    const int hd = EXACT ? HD : g.hd, vb = EXACT ? 16 : a.vb;
+    const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * hd;
     const T *k = q + g.C, *v = q + 2 * g.C;
-    T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + h * HD;
+    T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * hd;
     const float scale_h = __ldg(a.scale + h);
     const int t0 = grp * a.tiles_per_cta, t1 = min(a.tiles, t0 + a.tiles_per_cta);
     const bool masked = window_masked(g, wy, wx);
     int tile = t0 + warp;
 
-    if (tile < t1) load_rows<HD>(qs, q, ldg, tile * Tiles::kRows, Tiles::kRows, g.N, lane, 32);
+    if (tile < t1) load_rows<HD>(qs, q, ldg, tile * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
     if (!STREAM) {
-        load_rows<HD>(ks, k, ldg, 0, g.npad, g.N, tid, nthr);
-        load_rows<HD>(vs, v, ldg, 0, g.npad, g.N, tid, nthr);
+        load_rows<HD>(ks, k, ldg, 0, g.npad, g.N, hd, vb, tid, nthr);
+        load_rows<HD>(vs, v, ldg, 0, g.npad, g.N, hd, vb, tid, nthr);
     }
     cp_async_commit();
     stage_tables(kinfo, g.npad, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);   // overlaps the copies
@@ -316,11 +365,17 @@ attn_mma_kernel(MmaArgs a) {
             WarpTile<HD> t;
             tile_begin<HD, T>(t, qs, tile, kinfo, a, scale_h, lane);
             __syncwarp();
-            const int next = tile + nwarps;   // prefetch the next tile's Q while this one computes
-            if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, lane, 32);
-            cp_async_commit();
-            tile_keys<HD, T>(t, ks, vs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
-            tile_end<HD, T>(t, os, out, tile, a, lane);
+            const int next = tile + nwarps;
+            if constexpr (QREG) {   // prefetch the next tile's Q while this one computes
+                if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
+                cp_async_commit();
+            }
+            tile_keys<HD, T>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
+            tile_end<HD, T>(t, os, out, tile, a, hd, vb, lane);
+            if constexpr (!QREG) {  // Q is read until the end of the keys and O staged over it: load after
+                if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
+                cp_async_commit();
+            }
             cp_async_wait_all();
             __syncwarp();
         }
@@ -331,8 +386,8 @@ attn_mma_kernel(MmaArgs a) {
         for (int c0 = 0; c0 < g.npad; c0 += a.kv_rows) {
             const int n = min(a.kv_rows, g.npad - c0);
             __syncthreads();   // every warp is done with the previous chunk
-            load_rows<HD>(ks, k, ldg, c0, n, g.N, tid, nthr);
-            load_rows<HD>(vs, v, ldg, c0, n, g.N, tid, nthr);
+            load_rows<HD>(ks, k, ldg, c0, n, g.N, hd, vb, tid, nthr);
+            load_rows<HD>(vs, v, ldg, c0, n, g.N, hd, vb, tid, nthr);
             cp_async_commit();
             cp_async_wait_all();
             __syncthreads();
@@ -340,9 +395,9 @@ attn_mma_kernel(MmaArgs a) {
                 for (int j = tid; j < n; j += nthr) rk[c0 + j] = inv_norm_row<HD, T>(ks + j * LD);
                 __syncthreads();
             }
-            if (has) tile_keys<HD, T>(t, ks, vs, c0, c0, c0 + n, kinfo, rk, bias, a, masked, lane);
+            if (has) tile_keys<HD, T>(t, ks, vs, qs, c0, c0, c0 + n, kinfo, rk, bias, a, masked, lane);
         }
-        if (has) tile_end<HD, T>(t, os, out, tile, a, lane);
+        if (has) tile_end<HD, T>(t, os, out, tile, a, hd, vb, lane);
     }
 }
 
@@ -372,6 +427,7 @@ template <int HD, typename T>
 __global__ void __launch_bounds__(Tiles::kWarpsSmall * 32, HD <= 32 ? SWIN_ATTN_MIN_CTAS : 1)
 attn_mma_pipe_kernel(MmaArgs a) {
     constexpr int LD = HD + Tiles::kPad, NW = Tiles::kWarpsSmall, nthr = NW * 32;
+    static_assert(q_in_regs(HD), "the pipelined kernel keeps Q in registers (its O staging is separate)");
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
@@ -385,10 +441,10 @@ attn_mma_pipe_kernel(MmaArgs a) {
         const int h = (int)(it % g.heads), w = (int)(it / g.heads);
         int wy, wx;
         window_pos(g, w, &wy, &wx);
-        const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + h * HD;
-        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.q), q, ldg, 0, g.npad, g.N, tid, nthr);
-        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.k), q + g.C, ldg, 0, g.npad, g.N, tid, nthr);
-        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.v), q + 2 * g.C, ldg, 0, g.npad, g.N, tid, nthr);
+        const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * g.hd;
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.q), q, ldg, 0, g.npad, g.N, g.hd, a.vb, tid, nthr);
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.k), q + g.C, ldg, 0, g.npad, g.N, g.hd, a.vb, tid, nthr);
+        load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.v), q + 2 * g.C, ldg, 0, g.npad, g.N, g.hd, a.vb, tid, nthr);
         cp_async_commit();
         stage_tables(reinterpret_cast<int *>(smem + sb + L.kinfo), g.npad, reinterpret_cast<float *>(smem + sb + L.bias),
                      a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
@@ -413,13 +469,13 @@ attn_mma_pipe_kernel(MmaArgs a) {
         if (warp < a.tiles) {
             int wy, wx;
             window_pos(g, w, &wy, &wx);
-            T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + h * HD;
+            T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * g.hd;
+            const T *qs = reinterpret_cast<const T *>(smem + sb + L.q) + warp * Tiles::kRows * LD;
             WarpTile<HD> t;
-            tile_begin<HD, T>(t, reinterpret_cast<const T *>(smem + sb + L.q) + warp * Tiles::kRows * LD, warp,
-                              kinfo, a, __ldg(a.scale + h), lane);
-            tile_keys<HD, T>(t, ks, vs, 0, 0, g.npad, kinfo, rk, reinterpret_cast<const float *>(smem + sb + L.bias),
+            tile_begin<HD, T>(t, qs, warp, kinfo, a, __ldg(a.scale + h), lane);
+            tile_keys<HD, T>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, reinterpret_cast<const float *>(smem + sb + L.bias),
                              a, window_masked(g, wy, wx), lane);
-            tile_end<HD, T>(t, os, out, warp, a, lane);
+            tile_end<HD, T>(t, os, out, warp, a, g.hd, a.vb, lane);
         }
         __syncthreads();   // this stage (and rk) free before the next iteration refills them
         item = next;

@@ -7,6 +7,9 @@
  * softmax (expf, fp32) updates the running max and sums, and then each lane accumulates P V for
  * head_dim/32 output channels. Bias is looked up in the head's column of the compact table staged
  * in smem; the shift mask comes from the token regions; neither is built densely.
+ * Any head_dim: HD is the padded tile width (attention_mma.cuh says how); rows are read with the
+ * true head_dim (a.g.hd) in float4 when it is a multiple of 4 (a.vb == 16), else in 8- or 4-byte
+ * pieces, columns hd..HD-1 are zero in smem, and only hd output channels are stored.
  * Test: tests/test_gpu_attention.c.
  */
 #ifndef SWIN_ATTENTION_SIMT_CUH
@@ -20,7 +23,15 @@ struct F32Args : AttnIO<float> {
     int groups;                // CTAs per (window, head): ceil(N / 64)
 };
 
-/* shared-memory layout (bytes), host and device */
+/* 4 floats of a head's row at p, the first n (>= 1) of them read, the rest 0; p aligned to vb.
+ * With vb == 16 (hd % 4 == 0) n >= 4 here: one float4 load. */
+__device__ __forceinline__ float4 ldg_f4(const float *p, int n, int vb) {
+    if (vb == 16) return __ldg(reinterpret_cast<const float4 *>(p));
+    const uint4 u = ldg_part(p, min(n, 4) * 4, vb);
+    return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
+}
+
+/* shared-memory layout (bytes), host and device; hd: the padded tile width */
 struct F32Smem {
     int k, v, q, p, kinfo, bias, total;
     __host__ __device__ F32Smem(int hd, int N, int W) {
@@ -46,7 +57,10 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-template <int HD>
+/* EXACT: head_dim == HD (a multiple of 4, so a.vb == 16) known at compile time: the fast path, as
+ * lean as a kernel for that one head_dim (the general loads would cost it registers); picked by
+ * launch_f32 for exact_width(HD), EXACT false handles any hd <= HD. */
+template <int HD, bool EXACT>
 __global__ void __launch_bounds__(Tiles::kF32Warps * 32)
 attn_f32_kernel(F32Args a) {
     constexpr int KC = Tiles::kF32Keys, RW = Tiles::kF32RowsPerWarp, LDK = HD + Tiles::kF32Pad;
@@ -69,14 +83,15 @@ attn_f32_kernel(F32Args a) {
     float *bias = reinterpret_cast<float *>(smem + L.bias);
 
     const size_t ldg = (size_t)3 * g.C;
-    const float *q = a.qkv + (size_t)w * g.N * ldg + h * HD, *k = q + g.C, *v = q + 2 * g.C;
+    const int hd = EXACT ? HD : g.hd, vb = EXACT ? 16 : a.vb;
+    const float *q = a.qkv + (size_t)w * g.N * ldg + (size_t)h * hd, *k = q + g.C, *v = q + 2 * g.C;
     const int row0 = (grp * Tiles::kF32Warps + warp) * RW;   // this warp's first query row
 
-    // the warp's query rows (rows >= N read as zeros)
+    // the warp's query rows (rows >= N and columns >= hd read as zeros)
     for (int i = lane; i < RW * HD / 4; i += 32) {
         int r = i / (HD / 4), c = (i % (HD / 4)) * 4, row = row0 + r;
         float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (row < g.N) val = __ldg(reinterpret_cast<const float4 *>(q + (size_t)row * ldg + c));
+        if (row < g.N && c < hd) val = ldg_f4(q + (size_t)row * ldg + c, hd - c, vb);
         *reinterpret_cast<float4 *>(qs + r * HD + c) = val;
     }
     stage_tables(kinfo, g.N, bias, a.bias_table, h, 1.0f, g, wy, wx, tid, nthr);
@@ -105,9 +120,9 @@ attn_f32_kernel(F32Args a) {
         for (int i = tid; i < KC * HD / 4; i += nthr) {
             int r = i / (HD / 4), c = (i % (HD / 4)) * 4;
             float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
-            if (r < n) {
-                kv = __ldg(reinterpret_cast<const float4 *>(k + (size_t)(c0 + r) * ldg + c));
-                vv = __ldg(reinterpret_cast<const float4 *>(v + (size_t)(c0 + r) * ldg + c));
+            if (r < n && c < hd) {
+                kv = ldg_f4(k + (size_t)(c0 + r) * ldg + c, hd - c, vb);
+                vv = ldg_f4(v + (size_t)(c0 + r) * ldg + c, hd - c, vb);
             }
             *reinterpret_cast<float4 *>(ks + r * LDK + c) = kv;
             *reinterpret_cast<float4 *>(vs + r * HD + c) = vv;
@@ -167,7 +182,7 @@ attn_f32_kernel(F32Args a) {
         __syncwarp();
     }
 
-    float *out = a.out + (size_t)w * g.N * g.C + h * HD;
+    float *out = a.out + (size_t)w * g.N * g.C + (size_t)h * hd;
 #pragma unroll
     for (int r = 0; r < RW; r++) {
         const float inv = 1.0f / warp_sum(l[r]);
@@ -175,7 +190,7 @@ attn_f32_kernel(F32Args a) {
         if (row < g.N)
 #pragma unroll
             for (int u = 0; u < CPL; u++)
-                if (lane + 32 * u < HD) out[(size_t)row * g.C + lane + 32 * u] = acc[r][u] * inv;
+                if (lane + 32 * u < hd) out[(size_t)row * g.C + lane + 32 * u] = acc[r][u] * inv;
     }
 }
 

@@ -8,6 +8,10 @@
  *      table and the shift mask computed from the token regions, and writes P in the data dtype
  *      (in place over S for fp32);
  *   5. cublasGemmBatchedEx: out = P V.
+ * When a head's rows in qkv / out are not 16-byte aligned (head_dim * sizeof(T) not a multiple of
+ * 16: cuBLAS reads the batch pointers on the device and cannot check them), q, k and v are first
+ * packed into [nb, N, hp] blocks (hp = head_dim rounded up to 8, zero-padded), both GEMMs are
+ * strided-batched over the blocks, and O goes through one more block that a kernel scatters into out.
  * Workspace layout: UnfusedWs (the same carving sizes and places). Test: tests/test_gpu_attention.c.
  */
 #ifndef SWIN_ATTENTION_UNFUSED_CUH
@@ -18,28 +22,62 @@
 
 namespace swin_attn {
 
+/* packed mode: a head's rows are not 16-byte aligned */
+static inline bool unf_packed(const Geom &g, swin_dtype dt) {
+    return access_bytes(g.hd, (int)swin_dtype_size(dt)) < 16;
+}
+
 /* workspace carving: base == NULL sizes it */
 struct UnfusedWs {
     float *S;        // [nb, N, N] fp32 scores
     void *P;         // [nb, N, N] probabilities in dt (== S for fp32)
     float *rnorm;    // [nb, 2, N] 1/|q|, 1/|k| (V2)
     void **ptrs;     // [6, nb]: K, Q, S, V, P, O
+    int hp;          // packed mode: head_dim rounded up to 8; 0 otherwise
+    void *pk;        // packed mode: [3, nb, N, hp] q, k, v in dt, pad columns 0
+    void *po;        // packed mode: [nb, N, hp] O in dt
     size_t bytes;
     UnfusedWs(char *base, const Geom &g, int nwin, swin_dtype dt) {
-        size_t nb = (size_t)nwin * g.heads, nn = (size_t)g.N * g.N, off = 0;
+        size_t nb = (size_t)nwin * g.heads, nn = (size_t)g.N * g.N, off = 0, es = swin_dtype_size(dt);
         S = (float *)swin_carve(base, &off, nb * nn * 4);
         P = dt == SWIN_DT_F32 ? (void *)S : swin_carve(base, &off, nb * nn * 2);
         rnorm = (float *)swin_carve(base, &off, nb * 2 * g.N * 4);
         ptrs = (void **)swin_carve(base, &off, 6 * nb * sizeof(void *));
+        hp = unf_packed(g, dt) ? (g.hd + 7) / 8 * 8 : 0;
+        pk = hp ? swin_carve(base, &off, 3 * nb * g.N * hp * es) : NULL;
+        po = hp ? swin_carve(base, &off, nb * g.N * hp * es) : NULL;
         bytes = off;
     }
 };
+
+/* pk[which][b][i][c] = qkv[w, i, which, h, c] for c < hd, 0 for hd <= c < hp */
+template <typename T>
+__global__ void unf_pack_kernel(T *pk, const T *qkv, Geom g, int nb, int hp) {
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x, per = (size_t)nb * g.N * hp;
+    if (idx >= 3 * per) return;
+    const int c = (int)(idx % hp), i = (int)(idx / hp % g.N);
+    const size_t bw = idx / hp / g.N;   // which * nb + b
+    const int b = (int)(bw % nb), which = (int)(bw / nb), w = b / g.heads, h = b % g.heads;
+    float x = 0.f;
+    if (c < g.hd) x = load_f(qkv, ((size_t)w * g.N + i) * 3 * g.C + (size_t)which * g.C + (size_t)h * g.hd + c);
+    store_f(pk, idx, x);   // exact: x is a value of T
+}
+
+/* out[w, i, h, c] = po[b][i][c] for c < hd */
+template <typename T>
+__global__ void unf_scatter_kernel(T *out, const T *po, Geom g, int nb, int hp) {
+    const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)nb * g.N * g.hd) return;
+    const int c = (int)(idx % g.hd), i = (int)(idx / g.hd % g.N), b = (int)(idx / g.hd / g.N);
+    const int w = b / g.heads, h = b % g.heads;
+    out[((size_t)w * g.N + i) * g.C + (size_t)h * g.hd + c] = po[((size_t)b * g.N + i) * hp + c];
+}
 
 template <typename T>
 __global__ void unf_ptrs_kernel(void **ptrs, const T *qkv, T *out, float *S, T *P, Geom g, int nb) {
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
-    int w = b / g.heads, h = b % g.heads, hd = g.C / g.heads;
+    int w = b / g.heads, h = b % g.heads, hd = g.hd;
     size_t nn = (size_t)g.N * g.N;
     const T *q = qkv + (size_t)w * g.N * 3 * g.C + h * hd;
     ptrs[0 * nb + b] = (void *)(q + g.C);
@@ -56,7 +94,7 @@ __global__ void unf_rnorm_kernel(float *rnorm, const T *qkv, Geom g, int nb) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nb * 2 * g.N) return;
     int i = (int)(idx % g.N), which = (int)(idx / g.N % 2), b = (int)(idx / g.N / 2);
-    int w = b / g.heads, h = b % g.heads, hd = g.C / g.heads;
+    int w = b / g.heads, h = b % g.heads, hd = g.hd;
     const T *x = qkv + ((size_t)w * g.N + i) * 3 * g.C + which * g.C + h * hd;
     float ss = 0.f;
     for (int c = 0; c < hd; c++) {
@@ -134,21 +172,33 @@ template <typename T>
 static swin_status launch_unfused(T *out, const T *qkv, const float *bias_table, const float *scale,
                                   const Geom &g, int nwin, int v2, swin_dtype dt, void *workspace,
                                   cublasHandle_t handle, cudaStream_t st) {
-    const int nb = nwin * g.heads, hd = g.C / g.heads, ld3 = 3 * g.C;
+    const int nb = nwin * g.heads, hd = g.hd, ld3 = 3 * g.C;
     UnfusedWs ws((char *)workspace, g, nwin, dt);
-    unf_ptrs_kernel<T><<<(nb + 255) / 256, 256, 0, st>>>(ws.ptrs, qkv, out, ws.S, (T *)ws.P, g, nb);
-    SWIN_LAUNCH_CHECK("unf_ptrs_kernel", st);
-
     SWIN_CUBLAS_TRY(cublasSetStream(handle, st));
     const float one = 1.f, zero = 0.f;
     const cudaDataType_t ct = CudaType<T>::v;
     void **p = ws.ptrs;
-    /* column-major view: S^T (N x N, ld N) = K (N x hd) . Q^T, K and Q read with ld 3C */
-    SWIN_CUBLAS_TRY(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.N, hd, &one,
-                                        (const void *const *)(p + 0 * (size_t)nb), ct, ld3,
-                                        (const void *const *)(p + 1 * (size_t)nb), ct, ld3, &zero,
-                                        p + 2 * (size_t)nb, CUDA_R_32F, g.N, nb, CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT));
+    const int hp = ws.hp;
+    const long long sqk = (long long)g.N * hp, snn = (long long)g.N * g.N;   // packed-mode batch strides
+    if (hp) {
+        const T *pq = (const T *)ws.pk, *pk = pq + (size_t)nb * sqk;
+        size_t n = (size_t)3 * nb * sqk;
+        unf_pack_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>((T *)ws.pk, qkv, g, nb, hp);
+        SWIN_LAUNCH_CHECK("unf_pack_kernel", st);
+        /* column-major view: S^T (N x N, ld N) = K (N x hp) . Q^T, packed blocks with ld hp */
+        SWIN_CUBLAS_TRY(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.N, hp, &one, pk, ct, hp,
+                                                   sqk, pq, ct, hp, sqk, &zero, ws.S, CUDA_R_32F, g.N, snn, nb,
+                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+        unf_ptrs_kernel<T><<<(nb + 255) / 256, 256, 0, st>>>(ws.ptrs, qkv, out, ws.S, (T *)ws.P, g, nb);
+        SWIN_LAUNCH_CHECK("unf_ptrs_kernel", st);
+        /* column-major view: S^T (N x N, ld N) = K (N x hd) . Q^T, K and Q read with ld 3C */
+        SWIN_CUBLAS_TRY(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.N, hd, &one,
+                                            (const void *const *)(p + 0 * (size_t)nb), ct, ld3,
+                                            (const void *const *)(p + 1 * (size_t)nb), ct, ld3, &zero,
+                                            p + 2 * (size_t)nb, CUDA_R_32F, g.N, nb, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT));
+    }
     if (v2) {
         size_t n = (size_t)nb * 2 * g.N;
         unf_rnorm_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(ws.rnorm, qkv, g, nb);
@@ -160,6 +210,17 @@ static swin_status launch_unfused(T *out, const T *qkv, const float *bias_table,
     else if (g.N <= 576) s = launch_unf_softmax<T, 18>((T *)ws.P, ws, bias_table, scale, g, v2, nb, st);
     else s = launch_unf_softmax<T, 32>((T *)ws.P, ws, bias_table, scale, g, v2, nb, st);
     if (s != SWIN_OK) return s;
+    if (hp) {
+        const T *pv = (const T *)ws.pk + (size_t)2 * nb * sqk;
+        /* column-major view: O^T (hp x N, ld hp) = V^T (hp x N, ld hp) . P^T (N x N, ld N), then scattered */
+        SWIN_CUBLAS_TRY(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, hp, g.N, g.N, &one, pv, ct, hp,
+                                                   sqk, ws.P, ct, g.N, snn, &zero, ws.po, ct, hp, sqk, nb,
+                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        size_t n = (size_t)nb * g.N * hd;
+        unf_scatter_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(out, (const T *)ws.po, g, nb, hp);
+        SWIN_LAUNCH_CHECK("unf_scatter_kernel", st);
+        return SWIN_OK;
+    }
     /* column-major view: out^T (hd x N, ld C) = V^T (hd x N, ld 3C) . P^T (N x N, ld N) */
     SWIN_CUBLAS_TRY(cublasGemmBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, hd, g.N, g.N, &one,
                                         (const void *const *)(p + 3 * (size_t)nb), ct, ld3,
