@@ -13,7 +13,8 @@
 #   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16,
 #      plus fp16 with --attention unfused and fp16 with --graphs off (verify.log)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 verify; racecheck and memcheck
-#      over test_gpu_attention with SWIN_TEST_QUICK=1 (sanitizer.log)
+#      over test_gpu_attention and test_gpu_preprocess, memcheck over test_gpu_pipeline, with
+#      SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
 #      relative error, top-1 and PASS/FAIL as `swin verify` prints them; ctest totals;
 #      sanitizer error counts; GPU and driver.
@@ -170,15 +171,17 @@ if [ $dry = 0 ] && [ $build_ok = 1 ]; then
     sanitize "memcheck: verify fp16 $(basename "$fx")" memcheck "$build/swin" verify \
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp16
   fi
-  if [ -x "$build/tests/test_gpu_attention" ]; then
-    export SWIN_TEST_QUICK=1
-    sanitize "racecheck: test_gpu_attention (quick)" racecheck "$build/tests/test_gpu_attention" "$root"
-    sanitize "memcheck: test_gpu_attention (quick)" memcheck "$build/tests/test_gpu_attention" "$root"
-    unset SWIN_TEST_QUICK
-  else
-    echo "no test_gpu_attention|-|?|not built" >>"$work/san.tsv"
-    failed+=("test_gpu_attention not built")
-  fi
+  export SWIN_TEST_QUICK=1
+  for t in test_gpu_attention test_gpu_preprocess test_gpu_pipeline; do
+    if [ -x "$build/tests/$t" ]; then
+      [ $t = test_gpu_pipeline ] || sanitize "racecheck: $t (quick)" racecheck "$build/tests/$t" "$root"
+      sanitize "memcheck: $t (quick)" memcheck "$build/tests/$t" "$root"
+    else
+      echo "no $t|-|?|not built" >>"$work/san.tsv"
+      failed+=("$t not built")
+    fi
+  done
+  unset SWIN_TEST_QUICK
 fi
 
 # ---- 6. summary, printed last
