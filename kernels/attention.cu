@@ -28,13 +28,18 @@ using namespace swin_attn;
 
 static Geom make_geom(const swin_dims *d) {
     Geom g;
-    g.N = d->window * d->window;
+    g.N = d->win_h * d->win_w;
     g.npad = (g.N + 15) / 16 * 16;
-    g.W = d->window;
-    g.res = d->res;
-    g.shift = d->shift;
-    g.nwx = d->res / d->window;
-    g.nw = g.nwx * g.nwx;
+    g.Wh = d->win_h;
+    g.Ww = d->win_w;
+    g.hp = d->hp;
+    g.wp = d->wp;
+    g.sh = d->shift_h;
+    g.sw = d->shift_w;
+    g.nwx = d->wp / d->win_w;
+    g.nwy = d->hp / d->win_h;
+    g.nw = g.nwx * g.nwy;
+    g.nb = (2 * d->win_h - 1) * (2 * d->win_w - 1);
     g.heads = d->heads;
     g.C = d->C;
     g.hd = d->head_dim;
@@ -76,7 +81,7 @@ static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cu
 template <int HD, typename T>
 static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
     auto kern = attn_mma_pipe_kernel<HD, T>;
-    const int smem = PipeSmem(HD, a.g.npad, a.g.W).total, threads = Tiles::kWarpsSmall * 32;
+    const int smem = PipeSmem(HD, a.g.npad, a.g.nb).total, threads = Tiles::kWarpsSmall * 32;
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int per_sm = 0;
     SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
@@ -103,11 +108,11 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     const size_t pairs = (size_t)nwin * g.heads;
     /* streamed when K+V of the window are large, or when the resident layout does not fit the device */
     const bool stream = (size_t)2 * g.npad * (HD + Tiles::kPad) * sizeof(T) > (size_t)Tiles::kResidentKvBytes ||
-                        MmaSmem(HD, g.npad, g.npad, g.W, nwarps).total > optin;
+                        MmaSmem(HD, g.npad, g.npad, g.nb, nwarps).total > optin;
     if (stream) {
         nwarps = Tiles::kWarpsLarge;   // the streamed kernel has 8 warps (warps past the window's tiles idle)
         a.kv_rows = Tiles::kStreamKeys;   // fewer keys per chunk where the device has less shared memory
-        while (a.kv_rows > Tiles::kRows && MmaSmem(HD, a.kv_rows, g.npad, g.W, nwarps).total > optin) a.kv_rows /= 2;
+        while (a.kv_rows > Tiles::kRows && MmaSmem(HD, a.kv_rows, g.npad, g.nb, nwarps).total > optin) a.kv_rows /= 2;
         a.tiles_per_cta = nwarps;
         a.groups = (a.tiles + nwarps - 1) / nwarps;
     } else {
@@ -120,10 +125,10 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         a.tiles_per_cta = (a.tiles + groups - 1) / groups;
         a.groups = (a.tiles + a.tiles_per_cta - 1) / a.tiles_per_cta;
     }
-    const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
+    const MmaSmem L(HD, a.kv_rows, g.npad, g.nb, nwarps);
     if (L.total > optin)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d with head_dim %d (tile width %d) needs "
-                         "%d bytes of shared memory, the device allows %d", g.W, g.hd, HD, L.total, optin);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %dx%d with head_dim %d (tile width %d) needs "
+                         "%d bytes of shared memory, the device allows %d", g.Wh, g.Ww, g.hd, HD, L.total, optin);
     const size_t grid = pairs * a.groups;
     if (grid > INT_MAX)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
@@ -147,10 +152,11 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
     a.vb = access_bytes(g.hd, (int)sizeof(float));
     const int rows = Tiles::kF32Warps * Tiles::kF32RowsPerWarp;
     a.groups = (g.N + rows - 1) / rows;
-    const F32Smem L(HD, g.N, g.W);
+    const F32Smem L(HD, g.N, g.nb);
     if (L.total > optin)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention (fp32): window %d with head_dim %d (tile width %d) "
-                         "needs %d bytes of shared memory, the device allows %d", g.W, g.hd, HD, L.total, optin);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention (fp32): window %dx%d with head_dim %d (tile width "
+                         "%d) needs %d bytes of shared memory, the device allows %d", g.Wh, g.Ww, g.hd, HD, L.total,
+                         optin);
     const size_t grid = (size_t)nwin * g.heads * a.groups;
     if (grid > INT_MAX)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
@@ -193,27 +199,29 @@ static swin_status check_dims(const swin_dims *d, swin_dtype dt) {
     if (!d) return swin_fail(SWIN_ERR_ARGUMENT, "window attention: dims is NULL");
     if (dt != SWIN_DT_F32 && dt != SWIN_DT_F16 && dt != SWIN_DT_BF16)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: unknown dtype %d", (int)dt);
-    if (d->B < 1 || d->res < 1 || d->window < 1 || d->heads < 1 || d->head_dim < 1)
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: B %d, res %d, window %d, heads %d, head_dim %d "
-                         "must all be >= 1", d->B, d->res, d->window, d->heads, d->head_dim);
+    if (d->B < 1 || d->res_h < 1 || d->res_w < 1 || d->win_h < 1 || d->win_w < 1 || d->heads < 1 ||
+        d->head_dim < 1)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: B %d, grid %dx%d, window %dx%d, heads %d, head_dim "
+                         "%d must all be >= 1", d->B, d->res_h, d->res_w, d->win_h, d->win_w, d->heads, d->head_dim);
     if (d->C != d->heads * d->head_dim)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: C %d != heads %d x head_dim %d", d->C, d->heads,
                          d->head_dim);
-    if (d->res % d->window != 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: resolution %d is not a multiple of window %d",
-                         d->res, d->window);
-    if (d->shift < 0 || d->shift >= d->window)
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: shift %d outside [0, window %d)", d->shift,
-                         d->window);
+    /* windows tile the padded grid (the attention reads only its windows' rows) */
+    if (d->hp < 1 || d->wp < 1 || d->hp % d->win_h != 0 || d->wp % d->win_w != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: padded grid %dx%d is not a multiple of window %dx%d",
+                         d->hp, d->wp, d->win_h, d->win_w);
+    if (d->shift_h < 0 || d->shift_h >= d->win_h || d->shift_w < 0 || d->shift_w >= d->win_w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: shift %dx%d outside [0, window %dx%d)", d->shift_h,
+                         d->shift_w, d->win_h, d->win_w);
     if (d->version != 1 && d->version != 2)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: version %d (expected 1 or 2)", d->version);
     if (d->head_dim > Tiles::kMaxHeadDim)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d (supported: 1 to %d)", d->head_dim,
                          Tiles::kMaxHeadDim);
-    if (d->window > 32)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %d (at most 32, N <= 1024 tokens)",
-                         d->window);
-    size_t nwin = (size_t)d->B * (d->res / d->window) * (d->res / d->window);
+    if (d->win_h > 32 || d->win_w > 32)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %dx%d (at most 32 a side, N <= 1024 tokens)",
+                         d->win_h, d->win_w);
+    size_t nwin = (size_t)d->B * (d->hp / d->win_h) * (d->wp / d->win_w);
     if (nwin * d->heads > INT_MAX / 64)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu windows x %d heads is too many", nwin,
                          d->heads);

@@ -58,8 +58,12 @@ static constexpr float kLog2e = 1.4426950408889634f;
 static constexpr float kMask = -100.0f;          // added where shift regions differ (timm/HF)
 
 // ---- window geometry
+/* A window of Wh x Ww tokens (row-major) tiles the token grid padded to hp x wp; nwx windows per
+ * row, nw per image; shift (sh, sw) per dimension (0 where that dimension does not shift); nb =
+ * (2Wh-1)(2Ww-1) relative-position bias entries per head. The attention itself does not care about
+ * padding: padding tokens are rows of qkv like any other (the window partition made them zero). */
 struct Geom {
-    int N, npad, W, res, shift, nwx, nw, heads, C;
+    int N, npad, Wh, Ww, hp, wp, sh, sw, nwx, nwy, nw, nb, heads, C;
     int hd;                    // head_dim (C == heads * hd), any of 1..Tiles::kMaxHeadDim
 };
 
@@ -69,7 +73,7 @@ template <typename P>
 struct AttnIO {
     const P *qkv;              // [B*nW, N, 3C]
     P *out;                    // [B*nW, N, C]
-    const float *bias_table;   // [(2W-1)^2, heads]
+    const float *bias_table;   // [(2Wh-1)*(2Ww-1), heads]
     const float *scale;        // [heads]
     Geom g;
     int v2;
@@ -79,25 +83,27 @@ struct AttnIO {
     }
 };
 
-/* region of a coordinate in the shifted frame; same as swin_region() in src/layers.h */
-__device__ __forceinline__ int region_of(int c, int res, int W, int shift) {
+/* region of a coordinate of the shifted, padded grid along a dimension of padded length n; same as
+ * swin_region() in src/layers.h */
+__device__ __forceinline__ int region_of(int c, int n, int W, int shift) {
     if (shift == 0) return 0;
-    return c < res - W ? 0 : (c < res - shift ? 1 : 2);
+    return c < n - W ? 0 : (c < n - shift ? 1 : 2);
 }
 
-/* Token info of token t of window (wy, wx): koff | region << 12, where koff = ty*(2W-1) + tx and
- * region in 0..8; pad tokens (t >= N) read as token 0. The relative-position bias index of query
- * i and key j is qbase(i) - koff(j) with qbase(i) = koff(i) + (W-1)*(2W-1) + (W-1). */
+/* Token info of token t of window (wy, wx): koff | region << 12, where koff = ty*(2Ww-1) + tx
+ * (< 4096 for windows up to 32 x 32) and region in 0..8; pad tokens (t >= N) read as token 0. The
+ * relative-position bias index of query i and key j is qbase(i) - koff(j) with
+ * qbase(i) = koff(i) + (Wh-1)*(2Ww-1) + (Ww-1) = (dy + Wh-1)*(2Ww-1) + (dx + Ww-1) + koff(j). */
 __device__ __forceinline__ int token_info(const Geom &g, int wy, int wx, int t) {
     if (t >= g.N) t = 0;
-    int ty = t / g.W, tx = t - ty * g.W;
-    int reg = region_of(wy * g.W + ty, g.res, g.W, g.shift) * 3 + region_of(wx * g.W + tx, g.res, g.W, g.shift);
-    return (ty * (2 * g.W - 1) + tx) | (reg << 12);
+    int ty = t / g.Ww, tx = t - ty * g.Ww;
+    int reg = region_of(wy * g.Wh + ty, g.hp, g.Wh, g.sh) * 3 + region_of(wx * g.Ww + tx, g.wp, g.Ww, g.sw);
+    return (ty * (2 * g.Ww - 1) + tx) | (reg << 12);
 }
 __device__ __forceinline__ int info_koff(int info) { return info & 0xfff; }
 __device__ __forceinline__ int info_region(int info) { return info >> 12; }
 __device__ __forceinline__ int info_qbase(const Geom &g, int info) {
-    return info_koff(info) + (g.W - 1) * (2 * g.W - 1) + (g.W - 1);
+    return info_koff(info) + (g.Wh - 1) * (2 * g.Ww - 1) + (g.Ww - 1);
 }
 
 /* window index w -> (wy, wx) inside its image */
@@ -107,17 +113,17 @@ __device__ __forceinline__ void window_pos(const Geom &g, int w, int *wy, int *w
     *wx = wl - *wy * g.nwx;
 }
 
-/* does the window touch the shifted border (the only windows whose tokens lie in several regions)? */
+/* does the window touch the shifted border (the only windows whose tokens lie in several regions:
+ * the last window row along a shifted H, the last column along a shifted W)? */
 __device__ __forceinline__ bool window_masked(const Geom &g, int wy, int wx) {
-    return g.shift > 0 && (wy == g.nwx - 1 || wx == g.nwx - 1);
+    return (g.sh > 0 && wy == g.nwy - 1) || (g.sw > 0 && wx == g.nwx - 1);
 }
 
 /* smem tables of one window and head: kinfo[t] for t < n, and the head's bias column times mul */
 __device__ __forceinline__ void stage_tables(int *kinfo, int n, float *bias, const float *table, int h,
                                              float mul, const Geom &g, int wy, int wx, int tid, int nthr) {
     for (int t = tid; t < n; t += nthr) kinfo[t] = token_info(g, wy, wx, t);
-    int nb = (2 * g.W - 1) * (2 * g.W - 1);
-    for (int i = tid; i < nb; i += nthr) bias[i] = __ldg(table + (size_t)i * g.heads + h) * mul;
+    for (int i = tid; i < g.nb; i += nthr) bias[i] = __ldg(table + (size_t)i * g.heads + h) * mul;
 }
 
 // ---- a head's rows in global memory, any head_dim

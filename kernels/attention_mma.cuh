@@ -57,8 +57,8 @@ __host__ __device__ constexpr bool q_in_regs(int HD) { return HD <= Tiles::kQReg
  * held in registers. */
 struct MmaSmem {
     int k, v, kinfo, rk, bias, stage, total;
-    __host__ __device__ MmaSmem(int hd, int kv_rows, int npad, int W, int nwarps) {
-        int ld = hd + Tiles::kPad, nb = (2 * W - 1) * (2 * W - 1);
+    __host__ __device__ MmaSmem(int hd, int kv_rows, int npad, int nb, int nwarps) {   /* nb: Geom::nb */
+        int ld = hd + Tiles::kPad;
         k = 0;
         v = k + kv_rows * ld * 2;
         kinfo = v + kv_rows * ld * 2;
@@ -329,7 +329,7 @@ attn_mma_kernel(MmaArgs a) {
     window_pos(g, w, &wy, &wx);
 
     constexpr bool QREG = q_in_regs(HD);
-    const MmaSmem L(HD, a.kv_rows, g.npad, g.W, nwarps);
+    const MmaSmem L(HD, a.kv_rows, g.npad, g.nb, nwarps);
     T *ks = reinterpret_cast<T *>(smem + L.k), *vs = reinterpret_cast<T *>(smem + L.v);
     int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
     float *rk = reinterpret_cast<float *>(smem + L.rk), *bias = reinterpret_cast<float *>(smem + L.bias);
@@ -407,8 +407,8 @@ attn_mma_kernel(MmaArgs a) {
  * byte offsets inside stage 0 (stage 1 = the same + span) */
 struct PipeSmem {
     int q, k, v, kinfo, bias, span, rk, stage, total;
-    __host__ __device__ PipeSmem(int hd, int npad, int W) {
-        int ld = hd + Tiles::kPad, mat = npad * ld * 2, nb = ((2 * W - 1) * (2 * W - 1) * 4 + 15) & ~15;
+    __host__ __device__ PipeSmem(int hd, int npad, int nbias) {   /* nbias: Geom::nb */
+        int ld = hd + Tiles::kPad, mat = npad * ld * 2, nb = (nbias * 4 + 15) & ~15;
         q = 0;
         k = q + mat;
         v = k + mat;
@@ -431,7 +431,7 @@ attn_mma_pipe_kernel(MmaArgs a) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
-    const PipeSmem L(HD, g.npad, g.W);
+    const PipeSmem L(HD, g.npad, g.nb);
     const size_t ldg = (size_t)3 * g.C, nitems = (size_t)a.nwin * g.heads;
     float *rk = reinterpret_cast<float *>(smem + L.rk);
     T *os = reinterpret_cast<T *>(smem + L.stage) + warp * Tiles::kRows * LD;

@@ -34,7 +34,7 @@ __device__ __forceinline__ float4 ldg_f4(const float *p, int n, int vb) {
 /* shared-memory layout (bytes), host and device; hd: the padded tile width */
 struct F32Smem {
     int k, v, q, p, kinfo, bias, total;
-    __host__ __device__ F32Smem(int hd, int N, int W) {
+    __host__ __device__ F32Smem(int hd, int N, int nb) {   /* nb: Geom::nb */
         constexpr int KC = Tiles::kF32Keys, RW = Tiles::kF32RowsPerWarp, NW = Tiles::kF32Warps;
         k = 0;
         v = k + KC * (hd + Tiles::kF32Pad) * 4;
@@ -42,7 +42,7 @@ struct F32Smem {
         p = q + NW * RW * hd * 4;
         kinfo = p + NW * RW * KC * 4;
         bias = kinfo + N * 4;
-        total = bias + (2 * W - 1) * (2 * W - 1) * 4;
+        total = bias + nb * 4;
     }
 };
 
@@ -75,7 +75,7 @@ attn_f32_kernel(F32Args a) {
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 
-    const F32Smem L(HD, g.N, g.W);
+    const F32Smem L(HD, g.N, g.nb);
     float *ks = reinterpret_cast<float *>(smem + L.k), *vs = reinterpret_cast<float *>(smem + L.v);
     float *qs = reinterpret_cast<float *>(smem + L.q) + warp * RW * HD;
     float *ps = reinterpret_cast<float *>(smem + L.p) + warp * RW * KC;

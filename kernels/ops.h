@@ -40,7 +40,8 @@ swin_status swin_layernorm_residual_cuda(void *x, const void *y, const float *ln
 swin_status swin_ln_pool_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
                               int B, int L, int C, float eps, swin_dtype dt, cudaStream_t st);
 
-/* ---- window layout (kernels/window.cu); ln_w == NULL means no norm */
+/* ---- window layout (kernels/window.cu); ln_w == NULL means no norm. Any swin_dims geometry
+ * (padding tokens: zero rows in win, dropped on the way back), as the CPU counterparts. */
 swin_status swin_ln_shift_partition_cuda(void *win, const void *x, const float *ln_w, const float *ln_b,
                                          const swin_dims *d, swin_dtype dt, cudaStream_t st);
 swin_status swin_window_reverse_residual_cuda(void *x, const void *win, const float *ln_w,
@@ -52,19 +53,20 @@ swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, const void 
                                                  cudaStream_t st);
 
 /* ---- patch embedding and merging (kernels/patch.cu) */
-/* img is fp32 [B,3,H,W]; cols in dt */
-swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p,
+/* img is fp32 [B,3,H,W]; cols [B*gh*gw, 3*p*p] in dt; pixels outside the image read as 0 */
+swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p, int gh, int gw,
                                    swin_dtype dt, cudaStream_t st);
 /* pos is in dt */
 swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L, int C, swin_dtype dt, cudaStream_t st);
+/* x [B, H, W, C] -> out [B*ceil(H/2)*ceil(W/2), 4C]; an odd grid reads zeros past its edge */
 swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
-                                   int B, int res, int C, float eps, swin_dtype dt, cudaStream_t st);
+                                   int B, int H, int W, int C, float eps, swin_dtype dt, cudaStream_t st);
 
 /* ---- window attention (kernels/attention.cu) */
 typedef enum { SWIN_ATTN_IMPL_FUSED = 0, SWIN_ATTN_IMPL_UNFUSED = 1 } swin_attn_impl;
 /* Workspace bytes the unfused path needs for this geometry (0 for fused). */
 size_t swin_window_attention_workspace(const swin_dims *d, swin_dtype dt, swin_attn_impl impl);
-/* out [B*nW, N, C] <- qkv [B*nW, N, 3C]; bias_table [(2W-1)^2, heads] fp32; scale [heads] fp32.
+/* out [B*nW, N, C] <- qkv [B*nW, N, 3C]; bias_table [(2Wh-1)*(2Ww-1), heads] fp32; scale [heads] fp32.
  * cublas: a cublasHandle_t (as void *) for the unfused path, NULL for fused. */
 swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *bias_table,
                                        const float *scale, const swin_dims *d, swin_dtype dt,

@@ -1,8 +1,9 @@
 /* patch.cu - patch embedding and patch merging ops (kernels/ops.h):
- *   swin_im2col_patch_cuda   cols [B*(H/p)*(W/p), 3*p*p] (dt) <- img [B, 3, H, W] (fp32)
+ *   swin_im2col_patch_cuda   cols [B*gh*gw, 3*p*p] (dt) <- img [B, 3, H, W] (fp32), zero past the image
  *   swin_add_pos_cuda        x [B, L, C] += pos [L, C]
- *   swin_merge_gather_cuda   out [B*(res/2)^2, 4C] <- 2x2 gather of x [B, res, res, C] in timm
- *                            order (y0 x0, y1 x0, y0 x1, y1 x1), then LN over 4C when ln_w (V1)
+ *   swin_merge_gather_cuda   out [B*ceil(H/2)*ceil(W/2), 4C] <- 2x2 gather of x [B, H, W, C] in
+ *                            timm order (y0 x0, y1 x0, y0 x1, y1 x1), zeros past an odd grid, then
+ *                            LN over 4C when ln_w (V1)
  * CPU counterparts: swin_im2col_patch_cpu, swin_add_pos_cpu, swin_merge_gather_cpu.
  * The merge is the generic row kernel of row.cuh with a 4-segment gather map.
  * Test: tests/test_gpu_kernels.c (cases "im2col", "add_pos", "merge").
@@ -17,8 +18,8 @@
 
 template <typename T>
 static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__restrict__ img, int B,
-                                           int H, int W, int p) {
-    const int hp = H / p, wp = W / p, K = 3 * p * p;
+                                           int H, int W, int p, int hp, int wp) {
+    const int K = 3 * p * p;
     const size_t n = (size_t)B * hp * wp * K;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const size_t row = i / K;
@@ -26,7 +27,8 @@ static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__
         const int c = col / (p * p), ky = (col / p) % p, kx = col % p;
         const int px = (int)(row % wp), py = (int)((row / wp) % hp);
         const size_t b = row / ((size_t)wp * hp);
-        store_f(cols, i, __ldg(img + ((b * 3 + c) * H + py * p + ky) * W + px * p + kx));
+        const int y = py * p + ky, x = px * p + kx;   /* past the image: the zero padding */
+        store_f(cols, i, y < H && x < W ? __ldg(img + ((b * 3 + c) * H + y) * W + x) : 0.0f);
     }
 }
 
@@ -53,15 +55,18 @@ static __global__ void im2col_patch4_kernel(T *__restrict__ cols, const float *_
 }
 
 template <typename T>
-static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W, int p, cudaStream_t st) {
-    if (p == 4 && W % 4 == 0 && W <= IM2COL4_MAX_W && swin_aligned16(img) && swin_aligned16(cols)) {
+static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W, int p, int gh, int gw,
+                                 cudaStream_t st) {
+    /* the band kernel covers the grid floor(H/4) x W/4 of a W that is a multiple of 4 */
+    if (p == 4 && W % 4 == 0 && gh == H / 4 && gw == W / 4 && W <= IM2COL4_MAX_W && swin_aligned16(img) &&
+        swin_aligned16(cols)) {
         const size_t smem = (size_t)12 * (W + 4) * sizeof(float);
         im2col_patch4_kernel<T><<<(unsigned)(B * (H / 4)), 256, smem, st>>>(cols, img, H, W);
         SWIN_LAUNCH_CHECK("im2col_patch4_kernel", st);
         return SWIN_OK;
     }
-    const size_t n = (size_t)B * (H / p) * (W / p) * 3 * p * p;
-    im2col_patch_kernel<T><<<swin_grid_for(n), 256, 0, st>>>(cols, img, B, H, W, p);
+    const size_t n = (size_t)B * gh * gw * 3 * p * p;
+    im2col_patch_kernel<T><<<swin_grid_for(n), 256, 0, st>>>(cols, img, B, H, W, p, gh, gw);
     SWIN_LAUNCH_CHECK("im2col_patch_kernel", st);
     return SWIN_OK;
 }
@@ -100,28 +105,43 @@ template <typename T> struct merge_map {
     static constexpr bool kAddThenNorm = false;
     const T *x;
     T *out;
-    int res, C;
+    int H, W, C;   /* output grid ceil(H/2) x ceil(W/2): an odd grid's last row / column pads with zeros */
+    __device__ bool skip(int) const { return false; }
+    /* neighbour (y, xx) of output row r and the channel off that element e of the row is */
+    __device__ void at(int r, int e, int *b, int *y, int *xx, int *off) const {
+        const int h2 = (H + 1) / 2, w2 = (W + 1) / 2, i = (r / w2) % h2, j = r % w2;
+        const int q = e / C, dy = q & 1, dx = q >> 1;   /* q: (0,0) (1,0) (0,1) (1,1) */
+        *b = r / (h2 * w2), *y = 2 * i + dy, *xx = 2 * j + dx, *off = e - q * C;
+    }
+    __device__ bool zero(int r, int e) const {
+        if (!((H | W) & 1)) return false;   /* even grid: every neighbour exists */
+        int b, y, xx, off;
+        at(r, e, &b, &y, &xx, &off);
+        return y >= H || xx >= W;
+    }
     __device__ const T *src(int r, int e) const {
-        const int r2 = res / 2, b = r / (r2 * r2), i = (r / r2) % r2, j = r % r2;
-        const int q = e / C, off = e - q * C, dy = q & 1, dx = q >> 1;   /* q: (0,0) (1,0) (0,1) (1,1) */
-        return x + (((size_t)b * res + 2 * i + dy) * res + 2 * j + dx) * C + off;
+        int b, y, xx, off;
+        at(r, e, &b, &y, &xx, &off);
+        return x + (((size_t)b * H + y) * W + xx) * C + off;
     }
     __device__ T *dst(int r, int e) const { return out + (size_t)r * 4 * C + e; }
 };
 
 // ---- op entries
 
-extern "C" swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p,
-                                              swin_dtype dt, cudaStream_t st) {
+extern "C" swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p, int gh,
+                                              int gw, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_im2col_patch_cuda";
     SWIN_TRY(swin_check_dtype(op, dt));
-    if (B <= 0 || H <= 0 || W <= 0 || p <= 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, H %d, W %d and patch %d must be positive", op, B, H, W, p);
-    if (H % p || W % p)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: image %dx%d is not a multiple of patch %d", op, H, W, p);
+    if (B <= 0 || H <= 0 || W <= 0 || p <= 0 || gh <= 0 || gw <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, H %d, W %d, patch %d and grid %dx%d must be positive", op,
+                         B, H, W, p, gh, gw);
+    if (gh > (H + p - 1) / p || gw > (W + p - 1) / p)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: a %dx%d grid of %d-pixel patches does not fit a %dx%d image", op,
+                         gh, gw, p, H, W);
     SWIN_TRY(swin_check_ptr(op, "cols", cols, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ptr(op, "img", img, sizeof(float)));
-    SWIN_DISPATCH(dt, T, return im2col_launch<T>((T *)cols, img, B, H, W, p, st));
+    SWIN_DISPATCH(dt, T, return im2col_launch<T>((T *)cols, img, B, H, W, p, gh, gw, st));
     return SWIN_OK;
 }
 
@@ -138,24 +158,23 @@ extern "C" swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L,
 }
 
 extern "C" swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w,
-                                              const float *ln_b, int B, int res, int C, float eps,
+                                              const float *ln_b, int B, int H, int W, int C, float eps,
                                               swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_merge_gather_cuda";
     SWIN_TRY(swin_check_dtype(op, dt));
-    if (B <= 0 || res <= 0 || C <= 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, res %d and C %d must be positive", op, B, res, C);
-    if (res % 2) return swin_fail(SWIN_ERR_ARGUMENT, "%s: resolution %d is odd", op, res);
-    if ((long long)B * res * res > 0x7fffffffLL || C > 0x1fffffff)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: %d images of %dx%dx%d are too large", op, B, res, res, C);
+    if (B <= 0 || H <= 0 || W <= 0 || C <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, H %d, W %d and C %d must be positive", op, B, H, W, C);
+    if ((long long)B * H * W > 0x7fffffffLL || C > 0x1fffffff)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: %d images of %dx%dx%d are too large", op, B, H, W, C);
     SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 1));
     if (out == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out and x are the same buffer", op);
-    const int rows = B * (res / 2) * (res / 2);
+    const int rows = B * ((H + 1) / 2) * ((W + 1) / 2);
     SWIN_DISPATCH(dt, T, {
         /* packs must not straddle the four C-long segments */
         int vec_ok = swin_aligned16(out) && swin_aligned16(x) && C % swin_vec<T>::n == 0;
-        merge_map<T> m = {(const T *)x, (T *)out, res, C};
+        merge_map<T> m = {(const T *)x, (T *)out, H, W, C};
         return swin_row_ln_launch<T>("merge_gather_kernel", m, vec_ok, ln_w, ln_b, rows, 4 * C, eps, st);
     });
     return SWIN_OK;

@@ -10,6 +10,8 @@
  *
  * Where a row comes from and goes to is a Map (gather/scatter by row index):
  *   struct Map { static constexpr bool kAccumulate;                 // dst += result, or dst = result
+ *                __device__ bool skip(int row) const;               // row neither read nor written
+ *                __device__ bool zero(int row, int e) const;        // source pack at e reads as zeros
  *                __device__ const T *src(int row, int e) const;     // element e of source row
  *                __device__ T *dst(int row, int e) const; };        // element e of destination row
  * src/dst are only asked for e a multiple of V, and a pack never straddles a segment of the row
@@ -133,6 +135,17 @@ __device__ __forceinline__ void row_normalize(float (&x)[NV][V], int C, int lane
         for (int k = 0; k < V; k++) x[i][k] = (x[i][k] - mean) * rstd;
 }
 
+/* v <- the source pack at element e of row: zeros where the map says so (padding), else src */
+template <typename T, int V, class Map>
+__device__ __forceinline__ void load_src(float (&v)[V], const Map &map, int row, int e) {
+    if (map.zero(row, e)) {
+#pragma unroll
+        for (int k = 0; k < V; k++) v[k] = 0.f;
+    } else {
+        pack_load<T, V>(v, map.src(row, e));
+    }
+}
+
 // ---- the generic row kernel: dst (+)= LN?(src), rows gathered/scattered by Map
 
 template <typename T, int V, int NV, int LPR, class Map>
@@ -141,13 +154,13 @@ row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b,
               float eps) {
     const int lane = threadIdx.x % LPR;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
-    const bool valid = row < rows;
+    const bool valid = row < rows && !map.skip(row);   /* skipped rows still join the shuffles */
     float x[NV][V], y[NV][V];   /* y: the destination's old value (accumulating maps) */
 #pragma unroll
     for (int i = 0; i < NV; i++) {   /* every load is issued before any arithmetic */
         const int e = (lane + LPR * i) * V;
         const bool in = valid && e < C;
-        if (in) pack_load<T, V>(x[i], map.src(row, e));
+        if (in) load_src<T, V>(x[i], map, row, e);
         if constexpr (Map::kAccumulate) {
             if (in) pack_load<T, V>(y[i], map.dst(row, e));
         }
@@ -238,37 +251,37 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
                    float eps) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
-    if (row >= rows) return;   /* the whole warp shares the row */
+    if (row >= rows || map.skip(row)) return;   /* the whole warp shares the row */
     float mean = 0.f, rstd = 1.f, v[V];
     if constexpr (Map::kAddThenNorm) {   /* dst = src + dst first; LN reads dst back below */
         for (int e = lane * V; e < C; e += 32 * V) {
             float y[V];
-            pack_load<T, V>(v, map.src(row, e));
+            load_src<T, V>(v, map, row, e);
             pack_load<T, V>(y, map.dst(row, e));
             for (int k = 0; k < V; k++) v[k] += y[k];
             pack_store<T, V>(map.dst(row, e), v);
         }
     }
     /* the row LN reads: src, or dst for kAddThenNorm (this lane's own writes just above) */
-    auto ln_src = [&](int e) -> const T * {
-        if constexpr (Map::kAddThenNorm) return map.dst(row, e);
-        else return map.src(row, e);
+    auto ln_load = [&](int e) {
+        if constexpr (Map::kAddThenNorm) pack_load<T, V>(v, map.dst(row, e));
+        else load_src<T, V>(v, map, row, e);
     };
     if (w) {
         float s = 0.f, q = 0.f;
         for (int e = lane * V; e < C; e += 32 * V) {
-            pack_load<T, V>(v, ln_src(e));
+            ln_load(e);
             for (int k = 0; k < V; k++) s += v[k];
         }
         mean = group_sum<32>(s) / (float)C;
         for (int e = lane * V; e < C; e += 32 * V) {
-            pack_load<T, V>(v, ln_src(e));
+            ln_load(e);
             for (int k = 0; k < V; k++) q += (v[k] - mean) * (v[k] - mean);
         }
         rstd = rsqrtf(group_sum<32>(q) / (float)C + eps);
     }
     for (int e = lane * V; e < C; e += 32 * V) {
-        pack_load<T, V>(v, ln_src(e));
+        ln_load(e);
         if (w)
             for (int k = 0; k < V; k++) v[k] = (v[k] - mean) * rstd * __ldg(w + e + k) + __ldg(b + e + k);
         if constexpr (Map::kAddThenNorm) {

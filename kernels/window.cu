@@ -5,8 +5,11 @@
  *                                        (V1: the attention residual, then norm2)
  * Both are the generic row kernel of row.cuh with a token gather/scatter map; the index map is
  * token_src() of src/layers_cpu.c (window (b, wy, wx) row-major, token (ty, tx) row-major; the
- * reverse roll is the same map used as a scatter).
- * Test: tests/test_gpu_kernels.c (cases "partition", "reverse").
+ * reverse roll is the same map used as a scatter). Any geometry of swin_dims: non-square grids and
+ * windows, a shift per dimension, grids padded to multiples of the window in timm's or
+ * transformers' order. Window rows that are padding tokens are skipped by the row kernel (the
+ * partition zeroes them first with a memset; the reverse drops them).
+ * Test: tests/test_gpu_kernels.c (cases "partition", "reverse", and the geometry cases).
  */
 #include "row.cuh"
 
@@ -37,38 +40,63 @@ __device__ __forceinline__ int fdiv_q(int n, const swin_fdiv &f) {
 }
 
 struct win_geom {
-    int res, window, shift, nwx, nw, N, C;
-    swin_fdiv fN, fnw, fnwx, fwin;
+    int res_h, res_w, win_h, win_w, shift_h, shift_w, hp, wp, nwx, nw, N, C;
+    int pad_first;   /* swin_dims.pad_first: 0 timm (roll, then pad), 1 transformers (pad, then roll) */
+    int padded;      /* hp > res_h or wp > res_w: some window rows are padding tokens */
+    swin_fdiv fN, fnw, fnwx, fwinw;
 };
 
-/* Token of window row r (= window * N + token) in the un-shifted image, row-major (b, y, x). */
-__device__ __forceinline__ size_t token_src(const win_geom &g, int r) {
+/* Image coordinate of coordinate p of the shifted, padded grid along one dimension (res tokens
+ * padded to n, cyclic shift s < window <= n), or -1 for a padding token: unshift() of
+ * src/layers_cpu.c. p + s < 2 n (and < 2 res in the timm order, where s < res whenever s > 0), so
+ * one subtraction is the modulo. */
+__device__ __forceinline__ int unshift_dim(int p, int res, int n, int s, int pad_first) {
+    if (!pad_first) {   /* timm: roll on the res tokens, then pad */
+        if (p >= res) return -1;
+        const int y = p + s;
+        return y >= res ? y - res : y;
+    }
+    int y = p + s;      /* transformers: pad to n, then roll on n */
+    if (y >= n) y -= n;
+    return y < res ? y : -1;
+}
+
+/* Token of window row r (= window * N + token) in the un-shifted image, row-major (b, y, x), or -1
+ * for a padding token (token_src() of src/layers_cpu.c). */
+__device__ __forceinline__ long long token_src(const win_geom &g, int r) {
     const int w = fdiv_q(r, g.fN), t = r - w * g.N;
     const int b = fdiv_q(w, g.fnw), wi = w - b * g.nw;
     const int wy = fdiv_q(wi, g.fnwx), wx = wi - wy * g.nwx;
-    const int ty = fdiv_q(t, g.fwin), tx = t - ty * g.window;
-    int y = wy * g.window + ty + g.shift, x = wx * g.window + tx + g.shift;   /* roll by -shift */
-    if (y >= g.res) y -= g.res;
-    if (x >= g.res) x -= g.res;
-    return ((size_t)b * g.res + y) * g.res + x;
+    const int ty = fdiv_q(t, g.fwinw), tx = t - ty * g.win_w;
+    const int y = unshift_dim(wy * g.win_h + ty, g.res_h, g.hp, g.shift_h, g.pad_first);
+    const int x = unshift_dim(wx * g.win_w + tx, g.res_w, g.wp, g.shift_w, g.pad_first);
+    if (y < 0 || x < 0) return -1;
+    return ((long long)b * g.res_h + y) * g.res_w + x;
 }
 
-template <typename T> struct partition_map {   /* win[r] = LN?(x[token_src(r)]) */
+/* Window row r is a padding token: the row kernels neither read nor write it (row.cuh skip()). */
+__device__ __forceinline__ bool pad_row(const win_geom &g, int r) { return g.padded && token_src(g, r) < 0; }
+
+template <typename T> struct partition_map {   /* win[r] = LN?(x[token_src(r)]); padding rows: zeroed before */
     static constexpr bool kAccumulate = false;
     static constexpr bool kAddThenNorm = false;
     const T *x;
     T *win;
     win_geom g;
+    __device__ bool skip(int r) const { return pad_row(g, r); }
+    __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return x + token_src(g, r) * g.C + e; }
     __device__ T *dst(int r, int e) const { return win + (size_t)r * g.C + e; }
 };
 
-template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]) */
+template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]); padding rows dropped */
     static constexpr bool kAccumulate = true;
     static constexpr bool kAddThenNorm = false;
     const T *win;
     T *x;
     win_geom g;
+    __device__ bool skip(int r) const { return pad_row(g, r); }
+    __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
     __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
 };
@@ -79,6 +107,8 @@ template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x
     const T *win;
     T *x, *o;
     win_geom g;
+    __device__ bool skip(int r) const { return pad_row(g, r); }
+    __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
     __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
     __device__ T *out(int r, int e) const { return o + token_src(g, r) * g.C + e; }
@@ -90,29 +120,44 @@ template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x
 static swin_status check_dims(const char *op, const swin_dims *d, swin_dtype dt, win_geom *g, int *rows) {
     SWIN_TRY(swin_check_dtype(op, dt));
     if (!d) return swin_fail(SWIN_ERR_ARGUMENT, "%s: dims is NULL", op);
-    if (d->B <= 0 || d->res <= 0 || d->C <= 0 || d->window <= 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, res %d, C %d and window %d must be positive", op,
-                         d->B, d->res, d->C, d->window);
-    if (d->res % d->window)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: resolution %d is not a multiple of window %d", op,
-                         d->res, d->window);
-    if (d->shift < 0 || d->shift >= d->window)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: shift %d outside [0, window %d)", op, d->shift, d->window);
-    if ((long long)d->B * d->res * d->res > 0x7fffffffLL)
+    if (d->B <= 0 || d->res_h <= 0 || d->res_w <= 0 || d->C <= 0 || d->win_h <= 0 || d->win_w <= 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: B %d, grid %dx%d, C %d and window %dx%d must be positive", op,
+                         d->B, d->res_h, d->res_w, d->C, d->win_h, d->win_w);
+    /* the padded grid: the grid rounded up to a multiple of the window (less than a window more) */
+    if (d->hp % d->win_h || d->wp % d->win_w || d->hp < d->res_h || d->wp < d->res_w ||
+        d->hp - d->res_h >= d->win_h || d->wp - d->res_w >= d->win_w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: padded grid %dx%d is not grid %dx%d rounded up to window %dx%d", op,
+                         d->hp, d->wp, d->res_h, d->res_w, d->win_h, d->win_w);
+    if (d->shift_h < 0 || d->shift_h >= d->win_h || d->shift_w < 0 || d->shift_w >= d->win_w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: shift %dx%d outside [0, window %dx%d)", op, d->shift_h, d->shift_w,
+                         d->win_h, d->win_w);
+    if (d->pad_first != 0 && d->pad_first != 1)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: pad_first %d (expected 0 or 1)", op, d->pad_first);
+    if (!d->pad_first && ((d->shift_h && d->shift_h >= d->res_h) || (d->shift_w && d->shift_w >= d->res_w)))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: shift %dx%d rolls a %dx%d grid by more than its size", op,
+                         d->shift_h, d->shift_w, d->res_h, d->res_w);
+    if ((long long)d->B * d->hp * d->wp > 0x7fffffffLL)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: %d images of %dx%d tokens are too many", op, d->B,
-                         d->res, d->res);
-    g->res = d->res;
-    g->window = d->window;
-    g->shift = d->shift;
-    g->nwx = d->res / d->window;
-    g->nw = g->nwx * g->nwx;
-    g->N = d->window * d->window;
+                         d->hp, d->wp);
+    g->res_h = d->res_h;
+    g->res_w = d->res_w;
+    g->win_h = d->win_h;
+    g->win_w = d->win_w;
+    g->shift_h = d->shift_h;
+    g->shift_w = d->shift_w;
+    g->hp = d->hp;
+    g->wp = d->wp;
+    g->nwx = d->wp / d->win_w;
+    g->nw = (d->hp / d->win_h) * g->nwx;
+    g->N = d->win_h * d->win_w;
     g->C = d->C;
+    g->pad_first = d->pad_first;
+    g->padded = d->hp != d->res_h || d->wp != d->res_w;
     g->fN = make_fdiv(g->N);
     g->fnw = make_fdiv(g->nw);
     g->fnwx = make_fdiv(g->nwx);
-    g->fwin = make_fdiv(g->window);
-    *rows = d->B * d->res * d->res;
+    g->fwinw = make_fdiv(g->win_w);
+    *rows = d->B * d->hp * d->wp;   /* window rows, padding tokens included */
     return SWIN_OK;
 }
 
@@ -136,6 +181,8 @@ extern "C" swin_status swin_ln_shift_partition_cuda(void *win, const void *x, co
     int rows;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 1));
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
+    if (g.padded)   /* padding tokens are zeros (not LN(0)); the kernel skips their rows */
+        SWIN_CUDA_TRY(cudaMemsetAsync(win, 0, (size_t)rows * d->C * swin_dtype_size(dt), st));
     SWIN_DISPATCH(dt, T, {
         partition_map<T> m = {(const T *)x, (T *)win, g};
         return swin_row_ln_launch<T>("ln_shift_partition_kernel", m, vec_ok, ln_w, ln_b, rows, d->C,

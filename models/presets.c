@@ -58,7 +58,8 @@ void swin_config_from_preset(const swin_preset *p, swin_config *c) {
     memset(c, 0, sizeof *c);
     c->version = p->version;
     snprintf(c->arch, sizeof c->arch, "%s", p->name);
-    c->img_size = p->img_size;
+    c->img_h = c->img_w = p->img_size;
+    c->family = SWIN_FAMILY_TIMM;
     c->patch_size = p->patch_size;
     c->in_chans = 3;
     c->embed_dim = p->embed_dim;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "model.h"
 
 #define CONFIG_MAX_BYTES (64u << 20)   /* id2label of 21k classes is ~1 MB */
 
@@ -88,19 +89,32 @@ static swin_status get_int_list(const cJSON *o, const char *key, const char *fil
     return SWIN_OK;
 }
 
-/* a square size: an integer, or [h, w] / [c, h, w] with h == w (skip_lead = 1 for input_size) */
-static swin_status get_square(const cJSON *o, const char *key, const char *file, int skip_lead, int *out) {
+/* a size: an integer (square), or [h, w] / [c, h, w] (skip_lead = 1 for input_size) */
+static swin_status get_size(const cJSON *o, const char *key, const char *file, int skip_lead, int *h, int *w) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!j || cJSON_IsNull(j)) return SWIN_OK;
-    if (cJSON_IsNumber(j) && !skip_lead) return get_int(o, key, file, out);
+    if (cJSON_IsNumber(j) && !skip_lead) {
+        SWIN_TRY(get_int(o, key, file, h));
+        *w = *h;
+        return SWIN_OK;
+    }
     int v[4] = {0}, n = 0;
     SWIN_TRY(get_int_list(o, key, file, v, 4, &n));
     if (n != 2 + skip_lead)
         return swin_fail(SWIN_ERR_CONFIG, "%s: field '%s' has %d entries, expected %d", file, key, n, 2 + skip_lead);
-    if (v[skip_lead] != v[skip_lead + 1])
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: field '%s' is %d x %d; swin supports square inputs only",
-                         file, key, v[skip_lead], v[skip_lead + 1]);
-    *out = v[skip_lead];
+    *h = v[skip_lead];
+    *w = v[skip_lead + 1];
+    return SWIN_OK;
+}
+
+/* a square size: an integer, or [s, s] (patch_size) */
+static swin_status get_square(const cJSON *o, const char *key, const char *file, int *out) {
+    int h = *out, w = *out;
+    SWIN_TRY(get_size(o, key, file, 0, &h, &w));
+    if (h != w)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: field '%s' is %d x %d; swin supports square patches only",
+                         file, key, h, w);
+    *out = h;
     return SWIN_OK;
 }
 
@@ -205,7 +219,7 @@ static swin_status parse_interp(const char *s, const char *file, swin_interp *ou
 static swin_status parse_timm_args(const cJSON *a, const char *file, swin_config *c) {
     int n = 0, depths[SWIN_MAX_STAGES], heads[SWIN_MAX_STAGES], nh = 0;
     if (!cJSON_IsObject(a)) return bad_type(file, "model_args", "an object", a);
-    SWIN_TRY(get_square(a, "img_size", file, 0, &c->img_size));
+    SWIN_TRY(get_size(a, "img_size", file, 0, &c->img_h, &c->img_w));
     SWIN_TRY(get_int(a, "patch_size", file, &c->patch_size));
     SWIN_TRY(get_int(a, "in_chans", file, &c->in_chans));
     SWIN_TRY(get_int(a, "num_classes", file, &c->num_classes));
@@ -260,6 +274,7 @@ static swin_status parse_timm(const cJSON *root, const char *file, swin_parsed_c
         c->crop_pct = 0.875f;   /* timm DEFAULT_CROP_PCT */
     }
     c->pre_style = SWIN_PRE_TIMM;
+    c->family = SWIN_FAMILY_TIMM;
     SWIN_TRY(get_int(root, "num_classes", file, &c->num_classes));
     const cJSON *pc = cJSON_GetObjectItemCaseSensitive(root, "pretrained_cfg");
     if (pc && !cJSON_IsNull(pc)) {
@@ -267,7 +282,7 @@ static swin_status parse_timm(const cJSON *root, const char *file, swin_parsed_c
         int classes = 0;
         SWIN_TRY(get_int(pc, "num_classes", file, &classes));
         if (classes > 0 && c->num_classes == 0) c->num_classes = classes;
-        SWIN_TRY(get_square(pc, "input_size", file, 1, &c->img_size));
+        SWIN_TRY(get_size(pc, "input_size", file, 1, &c->img_h, &c->img_w));
         SWIN_TRY(get_float(pc, "crop_pct", file, &c->crop_pct));
         SWIN_TRY(get_float3(pc, "mean", file, c->mean));
         SWIN_TRY(get_float3(pc, "std", file, c->std));
@@ -331,12 +346,13 @@ static swin_status parse_hf(const cJSON *root, const char *file, const char *dir
     c->pre_style = SWIN_PRE_HF;
     c->interp = SWIN_INTERP_BICUBIC;
     c->crop_pct = 1.0f;           /* HF resizes straight to the model size, no crop */
-    c->img_size = 224;            /* SwinConfig default */
+    c->img_h = c->img_w = 224;    /* SwinConfig default */
+    c->family = SWIN_FAMILY_HF;
     c->qkv_bias = -1;
     c->ape = -1;
     int n = 0, nh = 0, npw = 0;
-    SWIN_TRY(get_square(root, "image_size", file, 0, &c->img_size));
-    SWIN_TRY(get_square(root, "patch_size", file, 0, &c->patch_size));
+    SWIN_TRY(get_size(root, "image_size", file, 0, &c->img_h, &c->img_w));
+    SWIN_TRY(get_square(root, "patch_size", file, &c->patch_size));
     SWIN_TRY(get_int(root, "num_channels", file, &c->in_chans));
     SWIN_TRY(get_int(root, "embed_dim", file, &c->embed_dim));
     SWIN_TRY(get_int_list(root, "depths", file, c->depths, SWIN_MAX_STAGES, &n));
@@ -438,7 +454,8 @@ swin_status swin_config_finish(swin_config *c, const char *what) {
     if (c->crop_pct == 0) c->crop_pct = c->pre_style == SWIN_PRE_HF ? 1.0f : 0.875f;
     RANGE(version, 1, 2);
     RANGE(num_stages, 1, SWIN_MAX_STAGES);
-    RANGE(img_size, 1, 16384);
+    RANGE(img_h, 1, 16384);
+    RANGE(img_w, 1, 16384);
     RANGE(patch_size, 1, 1024);
     RANGE(embed_dim, 1, 65536);
     RANGE(window_size, 1, 1024);
@@ -472,20 +489,18 @@ swin_status swin_config_finish(swin_config *c, const char *what) {
     return SWIN_OK;
 }
 
-/* ---- counts */
-static int stage_res(const swin_config *c, int s) { return c->img_size / c->patch_size >> s; }
-static int stage_window(const swin_config *c, int s) {
-    int r = stage_res(c, s);
-    return r < c->window_size ? r : c->window_size;
-}
-
+/* ---- counts, over the planned geometry (grids, clamped windows, padding: swin_model_plan) */
 int64_t swin_config_param_count(const swin_config *c) {
-    int64_t C0 = c->embed_dim, p = c->patch_size, L0 = (int64_t)stage_res(c, 0) * stage_res(c, 0);
+    swin_weights g;
+    memset(&g, 0, sizeof g);
+    if (swin_model_plan(c, &g) != SWIN_OK) return 0;
+    int64_t C0 = c->embed_dim, p = c->patch_size, L0 = (int64_t)g.stages[0].res_h * g.stages[0].res_w;
     int64_t n = C0 * c->in_chans * p * p + C0 + 2 * C0;          /* patch embed conv + norm */
     if (c->ape) n += L0 * C0;
     for (int s = 0; s < c->num_stages; s++) {
+        const swin_stage_w *st = &g.stages[s];
         int64_t C = C0 << s, H = (int64_t)(C * c->mlp_ratio), heads = c->num_heads[s];
-        int64_t W = stage_window(c, s), T = (2 * W - 1) * (2 * W - 1);
+        int64_t T = (int64_t)(2 * st->win_h - 1) * (2 * st->win_w - 1);
         if (s > 0) n += 2 * (C / 2) * 4 * (C / 2) + 2 * (c->version == 1 ? 4 * (C / 2) : C);  /* merge */
         int64_t blk = 4 * C                                  /* norm1, norm2 */
                       + 3 * C * C + C * C + C                /* qkv, proj */
@@ -498,16 +513,22 @@ int64_t swin_config_param_count(const swin_config *c) {
     return n + 2 * Cl + Cl * c->num_classes + c->num_classes;
 }
 
+/* The attention sublayer (qkv, QK^T, PV, proj) runs over the padded grid, as in both libraries;
+ * the MLP over the image tokens. */
 double swin_config_gflops(const swin_config *c) {
-    double C0 = c->embed_dim, p = c->patch_size, r0 = stage_res(c, 0);
-    double macs = r0 * r0 * C0 * c->in_chans * p * p;   /* patch embedding */
+    swin_weights g;
+    memset(&g, 0, sizeof g);
+    if (swin_model_plan(c, &g) != SWIN_OK) return 0.0;
+    double C0 = c->embed_dim, p = c->patch_size, L0 = (double)g.stages[0].res_h * g.stages[0].res_w;
+    double macs = L0 * C0 * c->in_chans * p * p;   /* patch embedding */
     for (int s = 0; s < c->num_stages; s++) {
-        double C = C0 * (1 << s), r = stage_res(c, s), L = r * r, W = stage_window(c, s), N = W * W;
-        double H = (double)(int64_t)(C * c->mlp_ratio);
+        const swin_stage_w *st = &g.stages[s];
+        double C = C0 * (1 << s), L = (double)st->res_h * st->res_w, Lp = (double)st->hp * st->wp;
+        double N = (double)st->win_h * st->win_w, H = (double)(int64_t)(C * c->mlp_ratio);
         if (s > 0) macs += L * (2 * C) * C;                        /* merge: [L, 4C'] x [4C', 2C'], C' = C/2 */
-        double blk = L * C * 3 * C                                 /* qkv */
-                     + 2 * L * N * C                               /* QK^T and PV over all heads */
-                     + L * C * C                                   /* proj */
+        double blk = Lp * C * 3 * C                                /* qkv */
+                     + 2 * Lp * N * C                              /* QK^T and PV over all heads */
+                     + Lp * C * C                                  /* proj */
                      + 2 * L * C * H;                              /* fc1, fc2 */
         macs += blk * c->depths[s];
     }

@@ -51,7 +51,7 @@ void swin_parsed_config_free(swin_parsed_config *p);
 
 /* Fill defaults for fields still unknown (qkv_bias 1, ape 0, mlp_ratio 4, ln_eps 1e-5, ...) and
  * validate ranges; what names the source in messages. SWIN_ERR_CONFIG when a required field
- * (img_size, embed_dim, depths, ...) is still unknown or out of range. */
+ * (img_h / img_w, embed_dim, depths, ...) is still unknown or out of range. */
 swin_status swin_config_finish(swin_config *cfg, const char *what);
 
 /* Parameters as timm counts them (q/v biases, not the k zeros, for V2) and 2 x multiply-adds

@@ -16,6 +16,9 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
 void swin_engine_free(swin_engine *e);
 /* host in [B,3,S,S] fp32 -> host logits [B,classes] fp32 */
 swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits);
+/* One un-captured forward of host input [B,3,S,S] that copies the output of stage s, converted to
+ * fp32, into host stage_out[s] [B,H,W,C] wherever stage_out[s] != NULL (swin_forward_stages). */
+swin_status swin_engine_forward_stages(swin_engine *e, const float *input, int B, float *const *stage_out);
 swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
 
 /* ---- images in (src/cuda/images.c): RGB8 host images -> GPU preprocessing into the input

@@ -78,17 +78,19 @@ void swin_layernorm_residual_cpu(float *x, const float *y, const swin_ln_w *ln, 
 
 // ---- patch embedding
 
-void swin_im2col_patch_cpu(float *cols, const float *img, int B, int H, int W, int p) {
-    int hp = H / p, wp = W / p, K = 3 * p * p;
+void swin_im2col_patch_cpu(float *cols, const float *img, int B, int H, int W, int p, int gh, int gw) {
+    int K = 3 * p * p;
     for (int b = 0; b < B; b++)
-        for (int py = 0; py < hp; py++)
-            for (int px = 0; px < wp; px++) {
-                float *row = cols + ((size_t)(b * hp + py) * wp + px) * K;
+        for (int py = 0; py < gh; py++)
+            for (int px = 0; px < gw; px++) {
+                float *row = cols + ((size_t)(b * gh + py) * gw + px) * K;
                 for (int c = 0; c < 3; c++)
                     for (int ky = 0; ky < p; ky++)
-                        for (int kx = 0; kx < p; kx++)
+                        for (int kx = 0; kx < p; kx++) {
+                            int y = py * p + ky, x = px * p + kx;   /* past the image: zero padding */
                             row[(c * p + ky) * p + kx] =
-                                img[(((size_t)b * 3 + c) * H + py * p + ky) * W + px * p + kx];
+                                y < H && x < W ? img[(((size_t)b * 3 + c) * H + y) * W + x] : 0.0f;
+                        }
             }
 }
 
@@ -99,13 +101,23 @@ void swin_add_pos_cpu(float *x, const float *pos, int B, int L, int C) {
 
 // ---- attention block pieces
 
-/* Position of token t of window w (b, wy, wx) in the un-shifted image: row-major (y, x). */
-static size_t token_src(const swin_dims *d, int win, int t) {
-    int nwx = d->res / d->window, nw = nwx * nwx;
+/* Image position of one coordinate of the shifted, padded grid along a dimension: res tokens,
+ * padded to n, cyclic shift `shift`; -1 for a padding token (see swin_dims). */
+static int unshift(int p, int res, int n, int shift, int pad_first) {
+    if (!pad_first) return p < res ? (p + shift) % res : -1;   /* timm: roll on res, then pad */
+    int y = (p + shift) % n;                                    /* HF: pad to n, then roll on n */
+    return y < res ? y : -1;
+}
+
+/* Row of token t of window w (b, wy, wx) in x [B, res_h, res_w, C], or -1 for a padding token.
+ * The same map takes a window token back to its place (reverse roll, crop). */
+static long token_src(const swin_dims *d, int win, int t) {
+    int nwx = d->wp / d->win_w, nw = swin_dims_nw(d);
     int b = win / nw, wy = (win % nw) / nwx, wx = win % nwx;
-    int y = (wy * d->window + t / d->window + d->shift) % d->res;   /* roll by -shift */
-    int x = (wx * d->window + t % d->window + d->shift) % d->res;
-    return ((size_t)b * d->res + y) * d->res + x;
+    int y = unshift(wy * d->win_h + t / d->win_w, d->res_h, d->hp, d->shift_h, d->pad_first);
+    int x = unshift(wx * d->win_w + t % d->win_w, d->res_w, d->wp, d->shift_w, d->pad_first);
+    if (y < 0 || x < 0) return -1;
+    return ((long)b * d->res_h + y) * d->res_w + x;
 }
 
 void swin_ln_shift_partition_cpu(float *win, const float *x, const swin_ln_w *ln, const swin_dims *d) {
@@ -113,10 +125,11 @@ void swin_ln_shift_partition_cpu(float *win, const float *x, const swin_ln_w *ln
     #pragma omp parallel for schedule(static)
     for (int w = 0; w < nwin; w++)
         for (int t = 0; t < N; t++) {
-            const float *src = x + token_src(d, w, t) * C;
+            long src = token_src(d, w, t);
             float *dst = win + ((size_t)w * N + t) * C;
-            if (ln) ln_row(dst, src, ln, C, d->eps, 0);
-            else memcpy(dst, src, (size_t)C * sizeof(float));
+            if (src < 0) memset(dst, 0, (size_t)C * sizeof(float));   /* padding: a zero token */
+            else if (ln) ln_row(dst, x + (size_t)src * C, ln, C, d->eps, 0);
+            else memcpy(dst, x + (size_t)src * C, (size_t)C * sizeof(float));
         }
 }
 
@@ -125,8 +138,10 @@ void swin_window_reverse_residual_cpu(float *x, const float *win, const swin_ln_
     #pragma omp parallel for schedule(static)
     for (int w = 0; w < nwin; w++)
         for (int t = 0; t < N; t++) {
+            long dst_row = token_src(d, w, t);   /* roll back and crop: the same map */
+            if (dst_row < 0) continue;           /* padding token: dropped */
             const float *src = win + ((size_t)w * N + t) * C;
-            float *dst = x + token_src(d, w, t) * C;   /* roll back by +shift: the same map */
+            float *dst = x + (size_t)dst_row * C;
             if (ln) ln_row(dst, src, ln, C, d->eps, 1);
             else for (int c = 0; c < C; c++) dst[c] += src[c];
         }
@@ -135,19 +150,20 @@ void swin_window_reverse_residual_cpu(float *x, const float *win, const swin_ln_
 void swin_window_reverse_residual_ln_cpu(float *x, float *out, const float *win, const swin_ln_w *ln,
                                          const swin_dims *d) {
     swin_window_reverse_residual_cpu(x, win, NULL, d);
-    swin_layernorm_cpu(out, x, ln, d->B * d->res * d->res, d->C, d->eps);
+    swin_layernorm_cpu(out, x, ln, d->B * swin_dims_tokens(d), d->C, d->eps);
 }
 
-/* Shift-mask region id of token t of window (wy, wx), in the shifted frame. */
+/* Shift-mask region id of token t of window (wy, wx), on the shifted, padded grid. */
 static int token_region(const swin_dims *d, int wy, int wx, int t) {
-    int y = wy * d->window + t / d->window, x = wx * d->window + t % d->window;
-    return swin_region(y, d->res, d->window, d->shift) * 3 + swin_region(x, d->res, d->window, d->shift);
+    int y = wy * d->win_h + t / d->win_w, x = wx * d->win_w + t % d->win_w;
+    return swin_region(y, d->hp, d->win_h, d->shift_h) * 3 + swin_region(x, d->wp, d->win_w, d->shift_w);
 }
 
 void swin_window_attention_cpu(float *out, const float *qkv, const float *bias_table,
                                const float *scale, const swin_dims *d) {
-    int nw = swin_dims_nw(d), nwx = d->res / d->window, nwin = d->B * nw;
-    int N = swin_dims_n(d), C = d->C, hd = d->head_dim, W = d->window;
+    int nw = swin_dims_nw(d), nwx = d->wp / d->win_w, nwin = d->B * nw;
+    int N = swin_dims_n(d), C = d->C, hd = d->head_dim, Wh = d->win_h, Ww = d->win_w;
+    int masked = d->shift_h > 0 || d->shift_w > 0;
     if (N > SWIN_CPU_MAX_TOKENS) return;   /* swin_model_plan refuses such windows */
     #pragma omp parallel for collapse(2) schedule(static)
     for (int w = 0; w < nwin; w++)
@@ -162,14 +178,14 @@ void swin_window_attention_cpu(float *out, const float *qkv, const float *bias_t
             }
             for (int i = 0; i < N; i++) {
                 const float *q = base + (size_t)i * 3 * C + h * hd;
-                int yi = i / W, xi = i % W, ri = token_region(d, wy, wx, i);
+                int yi = i / Ww, xi = i % Ww, ri = token_region(d, wy, wx, i);
                 double mx = -INFINITY, sum = 0;
                 for (int j = 0; j < N; j++) {
                     const float *k = base + (size_t)j * 3 * C + C + h * hd;
-                    int idx = (yi - j / W + W - 1) * (2 * W - 1) + (xi - j % W + W - 1);
+                    int idx = (yi - j / Ww + Wh - 1) * (2 * Ww - 1) + (xi - j % Ww + Ww - 1);
                     double v = dot(q, k, hd) / (qnorm[i] * knorm[j]) * scale[h] +
                                bias_table[(size_t)idx * d->heads + h];
-                    if (d->shift && token_region(d, wy, wx, j) != ri) v += -100.0;
+                    if (masked && token_region(d, wy, wx, j) != ri) v += -100.0;
                     s[j] = v;
                     if (v > mx) mx = v;
                 }
@@ -186,17 +202,20 @@ void swin_window_attention_cpu(float *out, const float *qkv, const float *bias_t
 
 // ---- patch merging and head
 
-void swin_merge_gather_cpu(float *out, const float *x, const swin_ln_w *ln, int B, int res, int C, float eps) {
-    int r2 = res / 2;
+void swin_merge_gather_cpu(float *out, const float *x, const swin_ln_w *ln, int B, int H, int W, int C,
+                           float eps) {
+    int h2 = (H + 1) / 2, w2 = (W + 1) / 2;
     /* timm order of the four neighbours: (dy, dx) = (0,0), (1,0), (0,1), (1,1) */
     static const int dy[4] = {0, 1, 0, 1}, dx[4] = {0, 0, 1, 1};
     #pragma omp parallel for schedule(static)
-    for (int r = 0; r < B * r2 * r2; r++) {
-        int b = r / (r2 * r2), i = (r / r2) % r2, j = r % r2;
+    for (int r = 0; r < B * h2 * w2; r++) {
+        int b = r / (h2 * w2), i = (r / w2) % h2, j = r % w2;
         float *o = out + (size_t)r * 4 * C;
-        for (int q = 0; q < 4; q++)
-            memcpy(o + q * C, x + (((size_t)b * res + 2 * i + dy[q]) * res + 2 * j + dx[q]) * C,
-                   (size_t)C * sizeof(float));
+        for (int q = 0; q < 4; q++) {
+            int y = 2 * i + dy[q], xx = 2 * j + dx[q];
+            if (y < H && xx < W) memcpy(o + q * C, x + (((size_t)b * H + y) * W + xx) * C, (size_t)C * sizeof(float));
+            else memset(o + q * C, 0, (size_t)C * sizeof(float));   /* odd grid: the zero padding */
+        }
         if (ln) ln_row(o, o, ln, 4 * C, eps, 0);
     }
 }

@@ -1,7 +1,7 @@
 /* model.h - the loaded model: config, labels and weights that mirror the Swin module tree.
  *
  * Conventions (shared by the CPU reference in layers_cpu.c and the CUDA engine):
- *   - activations are token-major: x [B, H, W, C] (H == W == the stage resolution);
+ *   - activations are token-major: x [B, H, W, C] (H x W the stage's token grid, any aspect);
  *   - linear weights are [out, in] row-major as in PyTorch; y = x W^T + b;
  *   - the patch-embedding conv weight [C, 3, p, p] is used as a linear [C, 3*p*p] over patches;
  *   - the downsample (patch merging) belongs to the stage it starts (timm layout): stage s > 0
@@ -30,8 +30,8 @@ typedef struct {
 } swin_linear_w;
 
 typedef struct {
-    int window;      /* clamped: min(configured window, stage resolution) */
-    int shift;       /* window/2 on odd blocks, 0 when resolution <= configured window */
+    int shift_h, shift_w;   /* cyclic shift: window/2 on odd blocks where the grid exceeds the window
+                             * (per dimension for timm, both or neither for transformers); else 0 */
     int heads;
     /* V1: pre-attention norm; V2: post-attention norm (res-post-norm).
      * timm: layers.S.blocks.B.norm1  HF: ...layernorm_before */
@@ -39,14 +39,14 @@ typedef struct {
     /* timm: attn.qkv.weight [3C, C], attn.qkv.bias [3C] (V1);
      * V2: bias = concat(attn.q_bias, zeros, attn.v_bias); HF: query/key/value concatenated */
     swin_linear_w qkv;
-    /* V1 only, timm: attn.relative_position_bias_table [(2W-1)^2, heads] */
+    /* V1 only, timm: attn.relative_position_bias_table [(2Wh-1)*(2Ww-1), heads] (the stage's window) */
     float *rel_table;
     /* V2 only, timm: attn.cpb_mlp.0 [512, 2] + [512], attn.cpb_mlp.2 [heads, 512] (no bias) */
     swin_linear_w cpb1, cpb2;
     /* V2 only, timm: attn.logit_scale [heads, 1, 1] */
     float *logit_scale;
     /* derived at load, used by every backend:
-     * bias_table [(2W-1)^2, heads]: V1 = rel_table; V2 = 16*sigmoid(cpb_mlp(log-spaced coords)).
+     * bias_table [(2Wh-1)*(2Ww-1), heads]: V1 = rel_table; V2 = 16*sigmoid(cpb_mlp(log-spaced coords)).
      * attn_scale [heads]: V1 = head_dim^-0.5; V2 = exp(min(logit_scale, log 100)). */
     float *bias_table;
     float *attn_scale;
@@ -67,7 +67,9 @@ typedef struct {
 
 typedef struct {
     int dim;          /* channels inside this stage (after its merge) */
-    int res;          /* token grid side inside this stage */
+    int res_h, res_w; /* token grid inside this stage: rows, columns */
+    int win_h, win_w; /* window of every block, clamped as the model's library clamps it */
+    int hp, wp;       /* the grid padded with zero tokens to multiples of the window */
     int depth, heads, head_dim, hidden; /* hidden = mlp_ratio * dim */
     int has_merge;    /* stage > 0 */
     swin_merge_w merge;
@@ -98,13 +100,20 @@ struct swin_model {
     char path[1024];
 };
 
-/* Derive per-stage / per-block geometry (dims, res, window, shift) from cfg into w.
- * Returns SWIN_ERR_CONFIG (with message) for impossible geometry (channels not divisible by heads)
- * and SWIN_ERR_UNSUPPORTED where timm would pad (a resolution that is not a multiple of its window,
- * an odd resolution at a merge, image size not a multiple of the patch). Per-block fields are
+/* Derive per-stage / per-block geometry (dims, grid, window, padding, shift) from cfg into w, as
+ * the library of cfg->family builds it (model_plan.c says how each one does).
+ * Returns SWIN_ERR_CONFIG (with message) for impossible geometry (channels not divisible by heads,
+ * an image smaller than a patch) and SWIN_ERR_UNSUPPORTED for what the library itself cannot run
+ * (transformers' Swin V1 with a window clamped below the configured one). Per-block fields are
  * filled only where w->stages[s].blocks is already allocated. Used by the loader and by
  * synthetic-model builders (bench, tests). */
 swin_status swin_model_plan(const swin_config *cfg, swin_weights *w);
+
+/* 1 when the planned model has the classic geometry everywhere: an image that is a multiple of
+ * the patch, square grids that are multiples of square windows, even grids at every merge. There
+ * timm and transformers agree and every backend runs it. Otherwise 0 and, when why != NULL, the
+ * first place that is not ("stage 3: grid 6x8, window 6x7, padded to 6x14"). */
+int swin_model_plain_geometry(const swin_model *m, char *why, size_t size);
 
 /* Fill bias_table and attn_scale for every block from rel_table / cpb / logit_scale. */
 void swin_model_derive(swin_model *m);

@@ -31,6 +31,7 @@ typedef struct {
     const char *file;           /* path for messages */
     ckpt_key *keys;             /* sorted by canonical name; buffers excluded */
     int n;
+    int hf_keys;                /* the keys are transformers' (swin_names_hf_layout) */
 } ckpt;
 
 swin_load_options swin_load_options_default(void) {
@@ -66,6 +67,7 @@ static swin_status index_keys(ckpt *k) {
     if (!names || !k->keys) { free(names); return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", k->file); }
     for (int i = 0; i < n; i++) names[i] = swin_st_at(k->f, i)->name;
     int at_end = swin_names_merge_at_end(names, n);
+    k->hf_keys = swin_names_hf_layout(names, n);
     free(names);
     k->n = 0;
     for (int i = 0; i < n; i++) {
@@ -129,6 +131,41 @@ static void infer(swin_config *c, const ckpt *k) {
     if (c->ape < 0) c->ape = tensor(k, "absolute_pos_embed", 0, 0) != NULL;
     t = tensor(k, "layers.%d.blocks.%d.mlp.fc1.weight", 0, 0);
     if (c->mlp_ratio == 0 && t && t->rank == 2 && c->embed_dim > 0) c->mlp_ratio = (float)t->shape[0] / (float)c->embed_dim;
+}
+
+/* ---- running at another input size (swin_load_options img_h / img_w): the config's size
+ * becomes the new one, as timm.create_model(..., img_size=) or transformers' image_size would make
+ * it, as long as every tensor of the checkpoint keeps its shape */
+static swin_status apply_img_size(swin_config *c, const swin_load_options *o, const char *what) {
+    if (!o || (!o->img_h && !o->img_w)) return SWIN_OK;
+    if (o->img_h < 1 || o->img_w < 1 || o->img_h > 16384 || o->img_w > 16384)
+        return swin_fail(SWIN_ERR_ARGUMENT, "input size %dx%d is out of range (1 to 16384 each)", o->img_h,
+                         o->img_w);
+    swin_config run = *c;
+    run.img_h = o->img_h;
+    run.img_w = o->img_w;
+    swin_weights native, next;
+    memset(&native, 0, sizeof native);
+    memset(&next, 0, sizeof next);
+    SWIN_TRY(swin_model_plan(c, &native));
+    swin_status st = swin_model_plan(&run, &next);
+    if (st != SWIN_OK) return swin_fail_prefix(st, "at a %dx%d input", run.img_h, run.img_w);
+    const swin_stage_w *a = &native.stages[0], *b = &next.stages[0];
+    if (c->ape && (a->res_h != b->res_h || a->res_w != b->res_w))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: absolute_pos_embed is for the %dx%d patch grid of %dx%d "
+                         "inputs; at %dx%d the grid is %dx%d, and swin does not resample position embeddings",
+                         what, a->res_h, a->res_w, c->img_h, c->img_w, run.img_h, run.img_w, b->res_h, b->res_w);
+    for (int s = 0; c->version == 1 && s < c->num_stages; s++) {
+        a = &native.stages[s];
+        b = &next.stages[s];
+        if (a->win_h != b->win_h || a->win_w != b->win_w)
+            return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: at %dx%d stage %d has %dx%d windows, but its "
+                             "relative_position_bias_table (layers.%d.blocks.*.attn) is for %dx%d windows "
+                             "(timm would interpolate it; swin does not)", what, run.img_h, run.img_w, s,
+                             b->win_h, b->win_w, s, a->win_h, a->win_w);
+    }
+    *c = run;
+    return SWIN_OK;
 }
 
 /* ---- copying tensors */
@@ -240,9 +277,11 @@ static swin_status load(swin_model *m, const char *path, const swin_load_options
     k->file = swin_st_path(k->f);
     SWIN_TRY(index_keys(k));
     infer(&pc->cfg, k);
+    if (!config[0] && k->hf_keys) pc->cfg.family = SWIN_FAMILY_HF;   /* a bare transformers checkpoint */
     const swin_preset *preset = swin_preset_find(pc->cfg.arch);
     if (!pc->cfg.num_classes && preset) pc->cfg.num_classes = preset->num_classes;   /* no head: report it missing */
     SWIN_TRY(swin_config_finish(&pc->cfg, what));
+    SWIN_TRY(apply_img_size(&pc->cfg, o, what));
     m->cfg = pc->cfg;
     if (pc->num_labels && pc->num_labels != m->cfg.num_classes)
         return swin_fail(SWIN_ERR_CONFIG, "%s: %d labels for %d classes", what, pc->num_labels, m->cfg.num_classes);
@@ -252,6 +291,7 @@ static swin_status load(swin_model *m, const char *path, const swin_load_options
     swin_expect *ex = NULL;
     int n = 0;
     swin_status st = swin_model_alloc(m, pc->num_labels, label_bytes, &space, &ex, &n);
+    if (st != SWIN_OK && config[0]) swin_fail_prefix(st, "%s", config);   /* the geometry's file */
     int hf = m->cfg.pre_style == SWIN_PRE_HF;
     for (int i = 0; st == SWIN_OK && i < n; i++) st = load_expected(k, &ex[i], hf);
     free(ex);

@@ -1,11 +1,25 @@
 /* model_plan.c - model geometry (swin_model_plan), the one-arena layout (swin_model_alloc),
  * derived attention tables (swin_model_derive) and random-weight models (swin_model_random).
  *
- * Geometry follows timm's _calc_window_shift and HF's set_shift_and_window_size: stage s has
- * dim embed*2^s and resolution img/patch/2^s; window = min(window_size, res); odd blocks shift by
- * window/2 unless res <= window_size. Inputs timm would pad (res % window != 0, odd resolutions
- * at a merge, img % patch != 0) are refused with SWIN_ERR_UNSUPPORTED.
- * Test: tests/test_malformed.c (tiny models), tests/cli_info.sh (windows printed per stage).
+ * Geometry, as each library builds it (stage s has dim embed*2^s; ws = the configured window):
+ *   patch grid  timm: floor(H/p) x floor(W/p) (the conv drops the remainder);
+ *               transformers: ceil(H/p) x ceil(W/p) (maybe_pad pads the image with zeros)
+ *   merges      both: ceil(h/2) x ceil(w/2) (an odd grid is padded with a zero row / column)
+ *   windows     timm (_calc_window_shift): per dimension, window = min(res, ws) and the odd blocks'
+ *               shift ws/2 where res > ws, else 0: a 6x8 grid with ws 7 has 6x7 windows, shift (0, 3).
+ *               transformers Swin (set_shift_and_window_size, at run time): one square window,
+ *               min(h, w) and no shift when min(h, w) <= ws, else ws and shift ws/2. Its relative
+ *               position table is always sized for ws, so a window clamped below ws fails inside
+ *               transformers: refused here.
+ *               transformers Swinv2 (_compute_window_shift, in the constructor): from the height of
+ *               the grid its config image size gives, floor(floor(H/p) / 2^s) = r: a square window
+ *               min(r, ws), shift ws/2 where r > ws.
+ *   padding     the grid padded with zero tokens up to multiples of the window (both), in the
+ *               order of swin_dims.pad_first.
+ * The classic geometry (a multiple of the patch, square grids that are multiples of square
+ * windows, even at every merge) comes out the same in both: swin_model_plain_geometry.
+ * Test: tests/test_malformed.c (tiny models), tests/cli_info.sh (windows printed per stage),
+ * tests/test_forward_cpu.c (every tests/data/ref_* fixture, non-square and padded ones included).
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +28,49 @@
 
 #include "config.h"
 #include "internal.h"
+#include "layers.h"
 #include "names.h"
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+static int min_i(int a, int b) { return a < b ? a : b; }
+
+/* window and the odd blocks' shift of stage s with grid h x w (see the header) */
+static swin_status stage_window(const swin_config *c, int s, swin_stage_w *st) {
+    int ws = c->window_size, h = st->res_h, w = st->res_w;
+    if (c->family == SWIN_FAMILY_TIMM) {
+        st->win_h = min_i(h, ws);
+        st->win_w = min_i(w, ws);
+        return SWIN_OK;
+    }
+    if (c->version == 1) {
+        int m = min_i(h, w);
+        st->win_h = st->win_w = min_i(m, ws);
+        if (m < ws)
+            return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: stage %d grid %dx%d clamps the window to %d, below the "
+                             "configured %d; transformers' Swin keeps its relative position table at %dx%d and "
+                             "fails on this input too", c->arch, s, h, w, m, ws, 2 * ws - 1, 2 * ws - 1);
+        return SWIN_OK;
+    }
+    int r = (c->img_h / c->patch_size) >> s;   /* the constructor's grid height */
+    if (r < 1)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: image height %d gives stage %d a grid height of 0 in "
+                         "transformers' Swinv2 constructor (a window of 0)", c->arch, c->img_h, s);
+    st->win_h = st->win_w = min_i(r, ws);
+    return SWIN_OK;
+}
+
+/* shift of an odd block of stage s along each dimension (0 on even blocks) */
+static void stage_shift(const swin_config *c, int s, const swin_stage_w *st, int *sh, int *sw) {
+    int ws = c->window_size;
+    if (c->family == SWIN_FAMILY_TIMM) {
+        *sh = st->res_h > ws ? ws / 2 : 0;
+        *sw = st->res_w > ws ? ws / 2 : 0;
+    } else if (c->version == 1) {
+        *sh = *sw = min_i(st->res_h, st->res_w) > ws ? ws / 2 : 0;
+    } else {
+        *sh = *sw = ((c->img_h / c->patch_size) >> s) > ws ? ws / 2 : 0;
+    }
+}
 
 swin_status swin_model_plan(const swin_config *c, swin_weights *w) {
     if (!c || !w) return swin_fail(SWIN_ERR_ARGUMENT, "swin_model_plan: NULL argument");
@@ -22,28 +78,30 @@ swin_status swin_model_plan(const swin_config *c, swin_weights *w) {
         c->embed_dim < 1)
         return swin_fail(SWIN_ERR_CONFIG, "%s: incomplete configuration (stages %d, patch %d, window %d, embed %d)",
                          c->arch, c->num_stages, c->patch_size, c->window_size, c->embed_dim);
-    if (c->img_size % c->patch_size)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: image size %d is not a multiple of patch size %d "
-                         "(timm would pad; swin refuses)", c->arch, c->img_size, c->patch_size);
-    int res = c->img_size / c->patch_size;
+    int p = c->patch_size, hf = c->family == SWIN_FAMILY_HF;
+    int h = hf ? ceil_div(c->img_h, p) : c->img_h / p, wd = hf ? ceil_div(c->img_w, p) : c->img_w / p;
+    if (h < 1 || wd < 1)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: image %dx%d is smaller than one %dx%d patch", c->arch, c->img_h,
+                         c->img_w, p, p);
     for (int s = 0; s < c->num_stages; s++) {
         swin_stage_w *st = &w->stages[s];
         if (s > 0) {
-            if (res % 2)
-                return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: stage %d merges a %dx%d token grid, which is odd "
-                                 "(timm would pad; swin refuses)", c->arch, s, res, res);
-            res /= 2;
+            h = ceil_div(h, 2);
+            wd = ceil_div(wd, 2);
         }
         int dim = c->embed_dim << s, heads = c->num_heads[s];
         if (heads < 1 || dim % heads)
             return swin_fail(SWIN_ERR_CONFIG, "%s: stage %d has %d channels, not divisible by %d heads", c->arch, s,
                              dim, heads);
-        int window = res < c->window_size ? res : c->window_size;
-        if (res % window)
-            return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: stage %d resolution %d is not a multiple of window %d "
-                             "(timm would pad; swin refuses)", c->arch, s, res, window);
         st->dim = dim;
-        st->res = res;
+        st->res_h = h;
+        st->res_w = wd;
+        SWIN_TRY(stage_window(c, s, st));
+        if (st->win_h * st->win_w > SWIN_CPU_MAX_TOKENS)
+            return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: stage %d window %dx%d has more than %d tokens", c->arch, s,
+                             st->win_h, st->win_w, SWIN_CPU_MAX_TOKENS);
+        st->hp = ceil_div(h, st->win_h) * st->win_h;
+        st->wp = ceil_div(wd, st->win_w) * st->win_w;
         st->depth = c->depths[s];
         st->heads = heads;
         st->head_dim = dim / heads;
@@ -52,14 +110,43 @@ swin_status swin_model_plan(const swin_config *c, swin_weights *w) {
         if (st->hidden < 1)
             return swin_fail(SWIN_ERR_CONFIG, "%s: stage %d MLP hidden size %d (mlp_ratio %g)", c->arch, s,
                              st->hidden, (double)c->mlp_ratio);
+        int sh, sw;
+        stage_shift(c, s, st, &sh, &sw);
         for (int b = 0; st->blocks && b < st->depth; b++) {
-            st->blocks[b].window = window;
-            st->blocks[b].shift = (b % 2 == 1 && res > c->window_size) ? window / 2 : 0;
+            st->blocks[b].shift_h = b % 2 ? sh : 0;
+            st->blocks[b].shift_w = b % 2 ? sw : 0;
             st->blocks[b].heads = heads;
         }
     }
     for (int s = c->num_stages; s < SWIN_MAX_STAGES; s++) memset(&w->stages[s], 0, sizeof w->stages[s]);
     return SWIN_OK;
+}
+
+int swin_model_plain_geometry(const swin_model *m, char *why, size_t size) {
+    const swin_config *c = &m->cfg;
+    char dummy[8];
+    if (!why) { why = dummy; size = sizeof dummy; }
+    if (c->img_h != c->img_w || c->img_h % c->patch_size) {
+        snprintf(why, size, "input %dx%d with patch %d", c->img_h, c->img_w, c->patch_size);
+        return 0;
+    }
+    for (int s = 0; s < c->num_stages; s++) {
+        const swin_stage_w *st = &m->w.stages[s];
+        const swin_stage_w *prev = s > 0 ? &m->w.stages[s - 1] : NULL;
+        if (prev && (prev->res_h % 2 || prev->res_w % 2)) {
+            snprintf(why, size, "stage %d merges an odd %dx%d grid", s, prev->res_h, prev->res_w);
+            return 0;
+        }
+        int shifts_equal = 1;
+        for (int b = 0; b < st->depth; b++) shifts_equal &= st->blocks[b].shift_h == st->blocks[b].shift_w;
+        if (st->res_h != st->res_w || st->win_h != st->win_w || st->hp != st->res_h || st->wp != st->res_w ||
+            !shifts_equal) {
+            snprintf(why, size, "stage %d: grid %dx%d, window %dx%d, padded to %dx%d", s, st->res_h, st->res_w,
+                     st->win_h, st->win_w, st->hp, st->wp);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static size_t numel_of(const swin_expect *e) {
@@ -85,8 +172,7 @@ static size_t layout(swin_model *m, char *base, int n_labels, size_t label_bytes
     }
     for (int s = 0; s < c->num_stages; s++) {
         swin_stage_w *st = &m->w.stages[s];
-        int W = st->res < c->window_size ? st->res : c->window_size;
-        size_t table = (size_t)(2 * W - 1) * (size_t)(2 * W - 1) * (size_t)st->heads;
+        size_t table = (size_t)(2 * st->win_h - 1) * (size_t)(2 * st->win_w - 1) * (size_t)st->heads;
         for (int b = 0; b < st->depth; b++) {
             float *bt = c->version == 2 ? swin_carve(base, &off, table * sizeof(float)) : NULL;
             float *sc = swin_carve(base, &off, (size_t)st->heads * sizeof(float));
@@ -135,16 +221,18 @@ swin_status swin_model_alloc(swin_model *m, int n_labels, size_t label_bytes, ch
 }
 
 /* ---- derived tables */
-static void derive_v2_table(float *table, const swin_block_w *b, int W, int pretrained, int heads) {
-    int T = 2 * W - 1;
+/* table [(2Wh-1)*(2Ww-1), heads]: entry (i, j) is the offset (dy, dx) = (i - (Wh-1), j - (Ww-1)) */
+static void derive_v2_table(float *table, const swin_block_w *b, int Wh, int Ww, int pretrained, int heads) {
+    int Th = 2 * Wh - 1, Tw = 2 * Ww - 1, win[2] = {Wh, Ww};
     float hid[512];
-    for (int i = 0; i < T; i++)
-        for (int j = 0; j < T; j++) {
-            /* timm _make_pair_wise_relative_positions: normalise to [-8, 8], log-space */
-            float xy[2] = {(float)(i - (W - 1)), (float)(j - (W - 1))};
+    for (int i = 0; i < Th; i++)
+        for (int j = 0; j < Tw; j++) {
+            /* timm _make_pair_wise_relative_positions: each axis divided by (pretrained window - 1),
+             * else by (window - 1) (not at all for a window of 1), to [-8, 8], log-spaced */
+            float xy[2] = {(float)(i - (Wh - 1)), (float)(j - (Ww - 1))};
             for (int k = 0; k < 2; k++) {
                 if (pretrained > 0) xy[k] /= (float)(pretrained - 1);
-                else if (W > 1) xy[k] /= (float)(W - 1);
+                else if (win[k] > 1) xy[k] /= (float)(win[k] - 1);
                 xy[k] *= 8.0f;
                 float sg = xy[k] > 0 ? 1.0f : (xy[k] < 0 ? -1.0f : 0.0f);
                 xy[k] = sg * log2f(fabsf(xy[k]) + 1.0f) / 3.0f;   /* / log2(8) */
@@ -156,7 +244,7 @@ static void derive_v2_table(float *table, const swin_block_w *b, int W, int pret
             for (int h = 0; h < heads; h++) {
                 double acc = 0;
                 for (int k = 0; k < 512; k++) acc += (double)b->cpb2.w[(size_t)h * 512 + k] * hid[k];
-                table[((size_t)i * T + j) * heads + h] = (float)(16.0 / (1.0 + exp(-acc)));
+                table[((size_t)i * Tw + j) * heads + h] = (float)(16.0 / (1.0 + exp(-acc)));
             }
         }
 }
@@ -172,7 +260,7 @@ void swin_model_derive(swin_model *m) {
                 b->bias_table = b->rel_table;
                 for (int h = 0; h < st->heads; h++) b->attn_scale[h] = (float)pow((double)st->head_dim, -0.5);
             } else {
-                derive_v2_table(b->bias_table, b, b->window, c->pretrained_window_sizes[s], st->heads);
+                derive_v2_table(b->bias_table, b, st->win_h, st->win_w, c->pretrained_window_sizes[s], st->heads);
                 for (int h = 0; h < st->heads; h++) {
                     float ls = b->logit_scale[h];
                     b->attn_scale[h] = expf(ls < max_logit ? ls : max_logit);

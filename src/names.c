@@ -93,6 +93,21 @@ swin_key_kind swin_name_canonical(const char *key, int merge_at_end, char *out, 
     return SWIN_KEY_WEIGHT;
 }
 
+int swin_names_hf_layout(const char *const *keys, int n) {
+    for (int i = 0; i < n; i++) {
+        const char *k = keys[i];
+        for (int again = 1; again;) {   /* the wrapper prefixes, as swin_name_canonical drops them */
+            again = 0;
+            for (size_t j = 0; j < sizeof PREFIXES / sizeof PREFIXES[0]; j++) {
+                size_t l = strlen(PREFIXES[j]);
+                if (!strncmp(k, PREFIXES[j], l)) { k += l; again = 1; }
+            }
+        }
+        if (!strncmp(k, "embeddings.", 11) || !strncmp(k, "encoder.layers.", 15)) return 1;
+    }
+    return 0;
+}
+
 int swin_names_merge_at_end(const char *const *keys, int n) {
     char c[256];
     for (int i = 0; i < n; i++)
@@ -153,11 +168,13 @@ static const struct {
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
-static int set_shape(swin_expect *e, const swin_config *c, const swin_stage_w *st, shape_kind k) {
+static int set_shape(swin_expect *e, const swin_config *c, const swin_weights *w, const swin_stage_w *st,
+                     shape_kind k) {
+    const swin_stage_w *w0 = &w->stages[0];
     int64_t C = st ? st->dim : 0, Cp = C / 2, H = st ? st->hidden : 0, heads = st ? st->heads : 0;
     int64_t C0 = c->embed_dim, Cl = (int64_t)c->embed_dim << (c->num_stages - 1);
-    int64_t r0 = c->img_size / c->patch_size, res = st ? st->res : 0;
-    int64_t W = res < c->window_size ? res : c->window_size;   /* clamped window */
+    int64_t L0 = (int64_t)w0->res_h * w0->res_w;                        /* patch grid */
+    int64_t Wh = st ? st->win_h : 0, Ww = st ? st->win_w : 0;           /* clamped window */
     int64_t s[4] = {0};
     int rank = 1;
     switch (k) {
@@ -168,7 +185,7 @@ static int set_shape(swin_expect *e, const swin_config *c, const swin_stage_w *s
     case SH_H: s[0] = H; break;
     case SH_H_C: s[0] = H; s[1] = C; rank = 2; break;
     case SH_C_H: s[0] = C; s[1] = H; rank = 2; break;
-    case SH_TABLE: s[0] = (2 * W - 1) * (2 * W - 1); s[1] = heads; rank = 2; break;
+    case SH_TABLE: s[0] = (2 * Wh - 1) * (2 * Ww - 1); s[1] = heads; rank = 2; break;
     case SH_CPB1_W: s[0] = 512; s[1] = 2; rank = 2; break;
     case SH_CPB1_B: s[0] = 512; break;
     case SH_CPB2_W: s[0] = heads; s[1] = 512; rank = 2; break;
@@ -177,7 +194,7 @@ static int set_shape(swin_expect *e, const swin_config *c, const swin_stage_w *s
     case SH_MERGE_RED: s[0] = C; s[1] = 4 * Cp; rank = 2; break;
     case SH_PATCH_W: s[0] = C0; s[1] = c->in_chans; s[2] = c->patch_size; s[3] = c->patch_size; rank = 4; break;
     case SH_C0: s[0] = C0; break;
-    case SH_POS: s[0] = 1; s[1] = r0 * r0; s[2] = C0; rank = 3; break;
+    case SH_POS: s[0] = 1; s[1] = L0; s[2] = C0; rank = 3; break;
     case SH_CL: s[0] = Cl; break;
     case SH_HEAD_W: s[0] = c->num_classes; s[1] = Cl; rank = 2; break;
     case SH_HEAD_B: s[0] = c->num_classes; break;
@@ -194,7 +211,7 @@ static int applies(const swin_config *c, size_t f) {
     return 1;
 }
 
-static void add(swin_expect *out, int max, int *n, size_t f, void *base, const swin_config *c,
+static void add(swin_expect *out, int max, int *n, size_t f, void *base, const swin_config *c, const swin_weights *w,
                 const swin_stage_w *st, const char *name) {
     if (out && *n < max) {
         swin_expect *e = &out[*n];
@@ -203,7 +220,7 @@ static void add(swin_expect *out, int max, int *n, size_t f, void *base, const s
         e->dst = (float **)((char *)base + FIELDS[f].off);
         e->qkv = FIELDS[f].qkv;
         e->flat = FIELDS[f].flat;
-        set_shape(e, c, st, FIELDS[f].shape);
+        set_shape(e, c, w, st, FIELDS[f].shape);
     }
     (*n)++;
 }
@@ -214,24 +231,24 @@ int swin_names_expect(const swin_config *c, swin_weights *w, swin_expect *out, i
     for (size_t f = 0; f < N_FIELDS; f++)   /* model scope, before the stages */
         if (FIELDS[f].sc == SC_MODEL && applies(c, f) && FIELDS[f].shape != SH_CL && FIELDS[f].shape != SH_HEAD_W &&
             FIELDS[f].shape != SH_HEAD_B)
-            add(out, max, &n, f, w, c, NULL, FIELDS[f].name);
+            add(out, max, &n, f, w, c, w, NULL, FIELDS[f].name);
     for (int s = 0; s < c->num_stages; s++) {
         swin_stage_w *st = &w->stages[s];
         for (size_t f = 0; s > 0 && f < N_FIELDS; f++)
             if (FIELDS[f].sc == SC_STAGE && applies(c, f)) {
                 snprintf(name, sizeof name, "layers.%d.downsample.%s", s, FIELDS[f].name);
-                add(out, max, &n, f, st, c, st, name);
+                add(out, max, &n, f, st, c, w, st, name);
             }
         for (int b = 0; b < st->depth; b++)
             for (size_t f = 0; f < N_FIELDS; f++)
                 if (FIELDS[f].sc == SC_BLOCK && applies(c, f)) {
                     snprintf(name, sizeof name, "layers.%d.blocks.%d.%s", s, b, FIELDS[f].name);
-                    add(out, max, &n, f, &st->blocks[b], c, st, name);
+                    add(out, max, &n, f, &st->blocks[b], c, w, st, name);
                 }
     }
     for (size_t f = 0; f < N_FIELDS; f++)   /* model scope, after the stages */
         if (FIELDS[f].sc == SC_MODEL && applies(c, f) &&
             (FIELDS[f].shape == SH_CL || FIELDS[f].shape == SH_HEAD_W || FIELDS[f].shape == SH_HEAD_B))
-            add(out, max, &n, f, w, c, NULL, FIELDS[f].name);
+            add(out, max, &n, f, w, c, w, NULL, FIELDS[f].name);
     return n;
 }

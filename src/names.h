@@ -26,6 +26,8 @@ typedef enum {
 swin_key_kind swin_name_canonical(const char *key, int merge_at_end, char *out, size_t size);
 /* 1 if any key names layers.0.downsample (after canonical prefix rewriting): MS/HF/old timm. */
 int swin_names_merge_at_end(const char *const *keys, int n);
+/* 1 if the keys are transformers' (embeddings.*, encoder.layers.*, under any wrapper prefix). */
+int swin_names_hf_layout(const char *const *keys, int n);
 
 /* One tensor the model needs. */
 typedef struct {

@@ -91,6 +91,35 @@ swin_status swin_forward(swin_session *s, const float *input, int batch, float *
     return SWIN_OK;
 }
 
+swin_status swin_model_stage_shape(const swin_model *m, int stage, int batch, int64_t shape[4]) {
+    if (!m || !shape) return swin_fail(SWIN_ERR_ARGUMENT, "swin_model_stage_shape: NULL argument");
+    if (stage < 0 || stage >= m->cfg.num_stages)
+        return swin_fail(SWIN_ERR_ARGUMENT, "stage %d out of range [0, %d)", stage, m->cfg.num_stages);
+    const swin_stage_w *st = &m->w.stages[stage];
+    shape[0] = batch;
+    shape[1] = st->res_h;
+    shape[2] = st->res_w;
+    shape[3] = st->dim;
+    return SWIN_OK;
+}
+
+swin_status swin_forward_stages(swin_session *s, const float *input, int batch, float *logits,
+                                float *const *stage_out) {
+    if (!stage_out) return swin_forward(s, input, batch, logits);
+    if (!s || !input || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_stages: NULL argument");
+    if (batch < 1 || batch > s->opt.max_batch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
+                         batch, s->opt.max_batch);
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) {
+        SWIN_TRY(swin_engine_forward(s->engine, input, batch, logits));   /* graphs as configured */
+        return swin_engine_forward_stages(s->engine, input, batch, stage_out);
+    }
+#endif
+    swin_forward_cpu_stages(logits, input, s->model, batch, s->scratch, stage_out);
+    return SWIN_OK;
+}
+
 swin_status swin_session_describe(const swin_session *s, char *buf, size_t size) {
     if (!s || !buf || !size) return swin_fail(SWIN_ERR_ARGUMENT, "swin_session_describe: NULL argument");
 #ifdef SWIN_HAVE_CUDA
@@ -119,7 +148,7 @@ static swin_status forward_images_host(swin_session *s, const swin_preprocess_pa
         if (swin_mul_size(per * sizeof(float), (size_t)s->opt.max_batch, &bytes) ||
             !(s->images_in = malloc(bytes)))
             return swin_fail(SWIN_ERR_MEMORY, "cannot allocate the input of %d images of %dx%d",
-                             s->opt.max_batch, p->size, p->size);
+                             s->opt.max_batch, swin_preprocess_height(p), swin_preprocess_width(p));
     }
     double t0 = now_ms();
     for (int i = 0; i < n; i++)
@@ -138,14 +167,15 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
     if (n < 1 || n > s->opt.max_batch)
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
                          n, s->opt.max_batch);
-    int S = s->model->cfg.img_size;
-    if (p->size != S)
+    const swin_config *c = &s->model->cfg;
+    if (swin_preprocess_height(p) != c->img_h || swin_preprocess_width(p) != c->img_w)
         return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d",
-                         p->size, p->size, S, S);
+                         swin_preprocess_height(p), swin_preprocess_width(p), c->img_h, c->img_w);
     for (int i = 0; i < n; i++)
         if (!imgs[i].rgb || imgs[i].width < 1 || imgs[i].height < 1)
             return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images: image %d is empty", i);
-    if (where == SWIN_PRE_DEVICE_AUTO) where = s->engine ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
+    if (where == SWIN_PRE_DEVICE_AUTO)   /* GPU preprocessing makes square inputs only */
+        where = s->engine && c->img_h == c->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
     if (where == SWIN_PRE_DEVICE_GPU) {
         if (!s->engine)
             return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");

@@ -60,12 +60,18 @@ const char *swin_last_error(void);
 #define SWIN_MAX_STAGES 4
 
 typedef enum { SWIN_PRE_TIMM = 0, SWIN_PRE_HF = 1 } swin_preprocess_style;
+/* Whose forward pass a model follows where timm and transformers differ (grids that are not
+ * multiples of the window or of the patch, odd grids, non-square inputs): the library that wrote
+ * the checkpoint. timm: windows clamped per dimension, roll then pad, patch grid floor(H / p).
+ * transformers: one square window, pad then roll, patch grid ceil(H / p) (README: "Input sizes"). */
+typedef enum { SWIN_FAMILY_TIMM = 0, SWIN_FAMILY_HF = 1 } swin_family;
 typedef enum { SWIN_INTERP_NEAREST = 0, SWIN_INTERP_BILINEAR = 1, SWIN_INTERP_BICUBIC = 2 } swin_interp;
 
 typedef struct {
     int version;                          /* 1 (Swin) or 2 (Swin V2) */
     char arch[128];                       /* timm architecture name, or "hf-swin" / "hf-swinv2" */
-    int img_size;                         /* square input, pixels */
+    int img_h, img_w;                     /* input height and width, pixels */
+    swin_family family;                   /* timm or transformers semantics */
     int patch_size, in_chans, embed_dim;
     int num_stages;
     int depths[SWIN_MAX_STAGES];
@@ -91,6 +97,12 @@ typedef void (*swin_warn_fn)(const char *message, void *user);
 
 typedef struct {
     const char *arch;      /* required when path is a bare .safetensors; else overrides nothing */
+    /* Run at this input size instead of the config's (0, 0: the config's), as
+     * timm.create_model(..., img_size=(h, w)) or transformers' config image_size would: windows,
+     * shifts and padding follow the new grid. Refused (SWIN_ERR_UNSUPPORTED, naming the tensor)
+     * where the checkpoint's tensors would have to be resampled: absolute position embeddings of
+     * another grid, and V1 relative position tables of another window. */
+    int img_h, img_w;
     swin_warn_fn warn;     /* unknown tensors etc.; NULL prints "warning: ..." to stderr */
     void *warn_user;
 } swin_load_options;
@@ -135,6 +147,16 @@ const swin_model *swin_session_get_model(const swin_session *session);
 /* input: host [batch,3,H,W] fp32, normalised; logits: host [batch,num_classes].
  * 1 <= batch <= max_batch. */
 swin_status swin_forward(swin_session *session, const float *input, int batch, float *logits);
+
+/* ---- stage outputs, to find where a model diverges from a reference (`swin verify`) */
+/* Shape [batch, H, W, C] of the output of stage `stage` (after its blocks, before the next merge). */
+swin_status swin_model_stage_shape(const swin_model *model, int stage, int batch, int64_t shape[4]);
+/* swin_forward, and also writes the output of stage s, host fp32 [batch, H, W, C], into
+ * stage_out[s] wherever s < num_stages and stage_out[s] != NULL (stage_out may be NULL).
+ * The logits are swin_forward's. CUDA: the stage outputs come from one more, un-captured forward
+ * (session dtype converted to fp32 on the device, then copied out). */
+swin_status swin_forward_stages(swin_session *session, const float *input, int batch, float *logits,
+                                float *const *stage_out);
 
 /* Memory plan of the session (regions and bytes), human readable, into buf. */
 swin_status swin_session_describe(const swin_session *session, char *buf, size_t size);

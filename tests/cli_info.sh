@@ -4,6 +4,7 @@
 #   bash tests/cli_info.sh path/to/swin SRC_DIR BUILD_DIR
 set -u
 swin=$1
+src=$2
 fails=0; checks=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -53,6 +54,27 @@ if grep -Eq '^ +3 +8 +768 +2 +24 +32 +8 +0 ' "$tmp/out"; then ok; else fail "v2 
 expect_out v2-384 "pretrained_window"
 if grep -Eq '^ +3 +12 +1024 +2 +32 +32 +12 +0 +4096 +6$' "$tmp/out"; then ok; else fail "v2-384: stage 3 row (window 12, pretrained 6)"; fi
 
+# --img-size 192x256 (timm, per dimension): 6x8 in the last stage clamps the window to 6x7 and
+# shifts along W only; every stage pads; parameters as timm.create_model(img_size=(192, 256)) counts
+"$swin" info --arch swin_tiny_patch4_window7_224 --img-size 192x256 >"$tmp/out" 2>&1 || fail "img-size: exit $?"
+expect_out img-size "input       3 x 192 x 256, patch 4"
+if grep -Eq '^ +3 +6x8 +768 +2 +24 +32 +6x7 +0x3 ' "$tmp/out"; then ok; else fail "img-size: stage 3 row (6x8, window 6x7, shift 0x3)"; fi
+expect_out img-size "padding     stage 2: 12x16 tokens padded to 14x21 (timm: roll, pad, attend, crop, roll back)"
+expect_out img-size "params      28.29M (28287106)"
+expect_out img-size "per 192x256 image"
+# 256 with window 7: grids 64/32/16/8 padded to 70/35/21/14
+"$swin" info --arch swin_tiny_patch4_window7_224 --img-size 256 >"$tmp/out" 2>&1 || fail "img-size 256: exit $?"
+expect_out img-size-256 "padding     stage 0: 64x64 tokens padded to 70x70"
+expect_out img-size-256 "padding     stage 3: 8x8 tokens padded to 14x14"
+# transformers Swinv2: one square window from the grid's height (48x80 -> 12x20, 6x10, 3x5)
+"$swin" info --model "$src/tests/data/ref_hf_v2_w8" --img-size 48x80 >"$tmp/out" 2>&1 || fail "img-size hf: exit $?"
+expect_out img-size-hf "Swin V2, Hugging Face layout"
+if grep -Eq '^ +1 +6x10 +32 +2 +2 +16 +6 +0 ' "$tmp/out"; then ok; else fail "img-size hf: stage 1 row (6x10, window 6, shift 0)"; fi
+expect_out img-size-hf "padding     stage 0: 12x20 tokens padded to 16x24 (transformers: pad, roll, attend, roll back, crop)"
+"$swin" info --arch swin_tiny_patch4_window7_224 --img-size 192x256 --json >"$tmp/out" 2>&1 || fail "img-size json: exit $?"
+expect_out img-size-json '"img_h":	192'
+expect_out img-size-json '"window":	[6, 7]'
+
 # JSON
 "$swin" info --arch swin_tiny_patch4_window7_224 --json >"$tmp/out" 2>&1 || fail "json: exit $?"
 expect_out json '"params":	28288354'
@@ -72,6 +94,9 @@ usage "bad device" "bad --device 'tpu'" --device tpu
 usage "bad precision" "unknown precision 'fp8'" --precision fp8
 usage "unknown arch" "unknown architecture 'swin_nano'" --arch swin_nano
 usage "missing model" "no such file or directory" --model "$tmp/nowhere"
+usage "bad --img-size" "bad --img-size '224x'" --img-size 224x
+usage "V1 window change" "relative_position_bias_table (layers.2.blocks.*.attn) is for 6x6 windows" \
+  --model "$src/tests/data/ref_timm_v1_w12" --img-size 64
 
 # --device cuda: the session plan on a GPU build, else one clear line and exit 2
 "$swin" info --arch swin_tiny_patch4_window7_224 --device cuda >"$tmp/out" 2>"$tmp/err"; rc=$?

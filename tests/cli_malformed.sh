@@ -56,8 +56,9 @@ echo '{"model_type": "swin", "depths": "two"}' >"$tmp/cfg/config.json"
 bad "config depths a string" "config.json: field 'depths' must be an array of integers (got a string)" --model "$tmp/cfg"
 echo '{"architecture": "vit_base_patch16_224"}' >"$tmp/cfg/config.json"
 bad "unknown architecture" "config.json: unknown architecture 'vit_base_patch16_224'" --model "$tmp/cfg"
-echo '{"architecture": "swin_tiny_patch4_window7_224", "model_args": {"window_size": 5}}' >"$tmp/cfg/config.json"
-bad "window does not divide the resolution" "stage 0 resolution 56 is not a multiple of window 5" --model "$tmp/cfg"
+echo '{"model_type": "swin", "image_size": 64, "patch_size": 4, "window_size": 7, "embed_dim": 96, "depths": [2, 2, 2], "num_heads": [3, 6, 12], "num_labels": 10}' >"$tmp/cfg/config.json"
+bad "transformers Swin V1 window clamped below its table" \
+    "config.json: hf-swin: stage 2 grid 4x4 clamps the window to 4, below the configured 7" --model "$tmp/cfg"
 
 echo "cli_malformed: $((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ] && [ $checks -gt 0 ]

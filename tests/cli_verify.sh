@@ -2,10 +2,15 @@
 # cli_verify.sh - `swin verify` on the CPU against every tests/data/ref_*/ fixture (timm and
 # transformers models, tools/export_reference.py), plus the ways verify must refuse or fail:
 #   - every fixture: exit 0, report lines present, last line "PASS rel X <= 1e-04, top-1 B/B"
-#     with X <= 1e-4 recomputed from the printed number;
-#   - perturbed logits (ref_timm_v1_w12/perturbed_rel): FAIL, exit 1, rel ~2e-3; PASS at 5e-3;
+#     with X <= 1e-4 recomputed from the printed number; one "stage K ... PASS" line for each
+#     stage of the model (every fixture's reference holds them all), none FAIL;
+#   - perturbed logits (ref_timm_v1_w12/perturbed_rel, no stage outputs): FAIL, exit 1, rel ~2e-3,
+#     "stages      none in the reference"; PASS at 5e-3;
+#   (tests/cli_verify_stages.sh: perturbed weights, the first divergent stage named)
 #   - swapped top-1 (perturbed_top1): FAIL at --tolerance 0.9 (top-1 1/2);
-#   - missing / truncated / mismatched reference, missing model, bad flags: exit 2 with the path.
+#   - missing / truncated / mismatched reference, missing model, bad flags: exit 2 with the path;
+#   - --img-size: three stored models at other (non-square, padded) sizes PASS; sizes that would
+#     need resampled tensors (a V1 window change, absolute position embeddings) exit 2.
 #   usage: cli_verify.sh SWIN_BINARY SOURCE_DIR [BUILD_DIR]
 set -u
 swin=$1
@@ -36,8 +41,10 @@ for dir in "${refs[@]}"; do
   if [ $rc -eq 0 ] && [[ $(last) =~ ^PASS\ rel\ [0-9.e+-]+\ \<=\ 1e-04,\ top-1\ ([0-9]+)/([0-9]+)$ ]] &&
      [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] && [ -n "$r" ] && lt "$r" 1.0001e-4 &&
      grep -q '^device      cpu, fp32$' "$tmp/out" && grep -q '^relative error  ' "$tmp/out" &&
-     grep -q "^top-1 agreement ${BASH_REMATCH[1]}/${BASH_REMATCH[1]}\$" "$tmp/out"; then
-    ok "$name: $(last)"
+     grep -q "^top-1 agreement ${BASH_REMATCH[1]}/${BASH_REMATCH[1]}\$" "$tmp/out" &&
+     nst=$("$swin" info --model "$dir" | sed -n 's/^variant .* \([0-9]\) stages$/\1/p') && [ -n "$nst" ] &&
+     [ "$(grep -cE '^stage [0-9] +\[.*  PASS$' "$tmp/out")" = "$nst" ] && ! grep -qE '^stage .*FAIL' "$tmp/out"; then
+    ok "$name: $nst stages, $(last)"
   else
     bad "$name (exit $rc)"
   fi
@@ -47,13 +54,16 @@ done
 d=$data/ref_timm_v1_w7
 run --model "$d" --reference "$d/reference.safetensors" --json
 if [ $rc -eq 0 ] && grep -q '"pass": true' "$tmp/out" && grep -q '"top1_agree": 2' "$tmp/out" &&
-   [ "$(wc -l <"$tmp/out")" -eq 1 ]; then ok "--json: one object, pass true"; else bad "--json (exit $rc)"; fi
+   grep -q '"stages": \[{"stage": 0, "shape": \[2, 14, 14, 48\], .*"pass": true}, {"stage": 1, ' "$tmp/out" &&
+   grep -q '"first_divergent_stage": null' "$tmp/out" &&
+   [ "$(wc -l <"$tmp/out")" -eq 1 ]; then ok "--json: one object, pass true, 2 stages"; else bad "--json (exit $rc)"; fi
 
 # ---- perturbed references must fail
 d=$data/ref_timm_v1_w12
 run --model "$d" --reference "$d/perturbed_rel.safetensors"
 r=$(rel_of)
-if [ $rc -eq 1 ] && [[ $(last) == FAIL\ rel\ *\ \>\ 1e-04,\ top-1\ 2/2 ]] && [ -n "$r" ] && lt 1.5e-3 "$r" && lt "$r" 2.5e-3; then
+if [ $rc -eq 1 ] && [[ $(last) == FAIL\ rel\ *\ \>\ 1e-04,\ top-1\ 2/2 ]] && [ -n "$r" ] && lt 1.5e-3 "$r" && lt "$r" 2.5e-3 &&
+   grep -q '^stages      none in the reference' "$tmp/out"; then
   ok "perturbed logits: $(last)"
 else
   bad "perturbed logits should FAIL with rel ~2e-3 (exit $rc)"
@@ -89,6 +99,28 @@ expect2 "no --reference" "--reference FILE is required" --model "$d"
 expect2 "unknown flag" "unknown option '--frobnicate'" --model "$d" --reference "$d/reference.safetensors" --frobnicate
 expect2 "bad tolerance" "bad --tolerance '-1'" --model "$d" --reference "$d/reference.safetensors" --tolerance -1
 expect2 "cpu fp16" "fp32 only" --model "$d" --reference "$d/reference.safetensors" --precision fp16
+
+# ---- --img-size: a stored model at another input size, against timm.create_model(img_size=) /
+# transformers' image_size (reference_<H>x<W>.safetensors, tools/export_reference.py RESIZED)
+for x in "timm_v1_w7 56x84" "timm_v2_w8 32x64" "hf_v2_w8 48x80"; do
+  fx=${x% *} size=${x#* }
+  d=$data/ref_$fx
+  run --model "$d" --reference "$d/reference_$size.safetensors" --img-size "$size"
+  if [ $rc -eq 0 ] && [[ $(last) == PASS\ rel\ *\ \<=\ 1e-04,\ top-1\ 2/2 ]] && grep -q ", $size px, " "$tmp/out" &&
+     ! grep -qE '^stage .*FAIL' "$tmp/out"; then
+    ok "--img-size $size ($fx): $(last)"
+  else
+    bad "--img-size $size ($fx) should PASS (exit $rc)"
+  fi
+done
+d=$data/ref_timm_v1_w7
+expect2 "--img-size: the model's own size, input of another" "tensor 'input' has shape [2, 3, 56, 56], expected [B, 3, 56, 84]" \
+  --model "$d" --reference "$d/reference.safetensors" --img-size 56x84
+expect2 "--img-size changes a V1 window" "stage 2 has 8x8 windows, but its relative_position_bias_table" \
+  --model "$data/ref_timm_v1_w12" --reference "$d/reference.safetensors" --img-size 64
+expect2 "--img-size with absolute position embeddings" "absolute_pos_embed is for the 14x14 patch grid of 56x56" \
+  --model "$data/ref_timm_old_v1_ape" --reference "$d/reference.safetensors" --img-size 64
+expect2 "bad --img-size" "bad --img-size '0x8'" --model "$d" --reference "$d/reference.safetensors" --img-size 0x8
 
 # ---- help
 run --help

@@ -69,7 +69,7 @@ static void check_fixture(const char *dir, const char *name) {
     const swin_config *c = &m->cfg;
     const swin_st_tensor *ti = swin_st_find(f, "input");
     int B = ti && ti->rank == 4 ? (int)ti->shape[0] : 0;
-    size_t n_in = (size_t)B * 3 * c->img_size * c->img_size, n_lg = (size_t)B * c->num_classes;
+    size_t n_in = (size_t)B * 3 * c->img_h * c->img_w, n_lg = (size_t)B * c->num_classes;
     float *input = load(f, "input", n_in), *ref = load(f, "logits", n_lg);
     CHECK(B >= 2 && input && ref, "%s: reference input/logits do not fit the model", name);
     float *stage_out[SWIN_MAX_STAGES] = {0}, *stage_ref[SWIN_MAX_STAGES] = {0};
@@ -78,10 +78,11 @@ static void check_fixture(const char *dir, const char *name) {
         const swin_stage_w *st = &m->w.stages[s];
         char key[16];
         snprintf(key, sizeof key, "stage%d", s);
-        n_st[s] = (size_t)B * st->res * st->res * st->dim;
+        n_st[s] = (size_t)B * st->res_h * st->res_w * st->dim;
         stage_ref[s] = load(f, key, n_st[s]);
         stage_out[s] = poisoned(n_st[s]);
-        CHECK(stage_ref[s] != NULL, "%s: no %s [B,%d,%d,%d] in the reference", name, key, st->res, st->res, st->dim);
+        CHECK(stage_ref[s] != NULL, "%s: no %s [B,%d,%d,%d] in the reference", name, key, st->res_h, st->res_w,
+              st->dim);
     }
     size_t n_scr = swin_forward_cpu_scratch(m, B);
     float *scratch = poisoned(n_scr), *logits = poisoned(n_lg), *again = poisoned(n_lg), *one = poisoned(n_lg);
@@ -93,8 +94,8 @@ static void check_fixture(const char *dir, const char *name) {
         if (!stage_ref[s]) continue;
         double d = tu_max_abs_diff(stage_out[s], stage_ref[s], n_st[s]), r = tu_max_abs(stage_ref[s], n_st[s]);
         CHECK(guards_ok(stage_out[s], n_st[s]) && all_finite(stage_out[s], n_st[s]) && d <= TOL * r,
-              "%s: stage %d (res %d, dim %d) rel error %.3g > %g (max|d| %.3g, max|ref| %.3g)", name, s,
-              m->w.stages[s].res, m->w.stages[s].dim, d / r, TOL, d, r);
+              "%s: stage %d (grid %dx%d, dim %d) rel error %.3g > %g (max|d| %.3g, max|ref| %.3g)", name, s,
+              m->w.stages[s].res_h, m->w.stages[s].res_w, m->w.stages[s].dim, d / r, TOL, d, r);
     }
     double d = tu_max_abs_diff(logits, ref, n_lg), r = tu_max_abs(ref, n_lg);
     CHECK(all_finite(logits, n_lg) && d <= TOL * r, "%s: logits rel error %.3g > %g", name, d / r, TOL);
@@ -102,7 +103,7 @@ static void check_fixture(const char *dir, const char *name) {
 
     swin_forward_cpu(again, input, m, B, scratch);
     CHECK(!memcmp(again, logits, n_lg * sizeof(float)), "%s: a second run differs", name);
-    size_t per_img = 3 * (size_t)c->img_size * c->img_size;
+    size_t per_img = 3 * (size_t)c->img_h * c->img_w;
     swin_forward_cpu(one, input + per_img, m, 1, scratch);
     CHECK(!memcmp(one, logits + c->num_classes, (size_t)c->num_classes * sizeof(float)) &&
           isnan(one[c->num_classes]),
@@ -128,7 +129,7 @@ int main(int argc, char **argv) {
         if (!strncmp(e->d_name, "ref_", 4)) names[n++] = strdup(e->d_name);
     if (dp) closedir(dp);
     qsort(names, (size_t)n, sizeof *names, by_name);
-    CHECK(n >= 8, "expected at least 8 fixtures tests/data/ref_*, found %d", n);
+    CHECK(n >= 19, "expected at least 19 fixtures tests/data/ref_*, found %d", n);
     for (int i = 0; i < n; i++) {
         snprintf(dir, sizeof dir, "%s/%s", data, names[i]);
         check_fixture(dir, names[i] + 4);

@@ -6,7 +6,9 @@
  * Cases: a hand-written table (model-like shapes), then a sweep of head_dim x window (every
  * head_dim the kernels' padding and access widths treat differently: 16-byte, 8-, 4- and 2-byte
  * rows, each tile width and its edges) over V1/V2 and shifted/unshifted, with 2 heads so that heads
- * start at unaligned offsets. Inputs are multiples of 1/128 in [-1, 1], exact in every dtype, so one
+ * start at unaligned offsets; then non-square and padded geometries (geoms[]: non-square windows,
+ * a shift along one dimension, grids padded to the window). Inputs are multiples of 1/128 in
+ * [-1, 1], exact in every dtype, so one
  * reference serves all three; outputs and workspaces are poisoned with NaN before each launch and
  * guard bytes sit before and after the output (a store past head_dim in the last head of the last
  * row lands in the guard). Errors are max|gpu - ref| / max|ref|, tolerances from the dtype's
@@ -33,6 +35,19 @@ typedef struct {
     int W, res, shift, version, heads, head_dim, B;
     int quick;   /* part of the SWIN_TEST_QUICK subset */
 } att_case;
+
+/* non-square and padded geometries as the models give them: {res_h, res_w, win_h, win_w, shift_h,
+ * shift_w}; the padded grid is the grid rounded up to the window (the attention reads its rows) */
+static const int geoms[][6] = {
+    {6, 8, 6, 7, 0, 3},     /* timm, 192x256 Swin-T stage 3: window 6x7, shift along W, padded to 6x14 */
+    {4, 8, 4, 4, 0, 2},     /* timm, shift along W only */
+    {2, 4, 2, 4, 0, 0},     /* a non-square window */
+    {16, 16, 7, 7, 3, 3},   /* 256 / window 7: padded to 21x21, shifted */
+    {17, 13, 7, 7, 3, 3},   /* transformers Swinv2 66x50: padded to 21x14 */
+    {9, 16, 4, 4, 2, 2},    /* padded to 12x16 */
+    {3, 5, 3, 3, 0, 0},     /* padded to 3x6, one window row */
+    {12, 20, 8, 8, 4, 4},   /* padded to 16x24 */
+};
 
 /* res == 2W: 4 windows per image, shift on/off; res == W: one window (shift impossible) */
 static const att_case table[] = {
@@ -108,23 +123,22 @@ static void from_dt(float *dst, const void *src, size_t n, int dt) {
 }
 
 static swin_dims case_dims(const att_case *c) {
-    swin_dims d;
-    memset(&d, 0, sizeof d);
-    d.B = c->B;
-    d.res = c->res;
-    d.heads = c->heads;
-    d.head_dim = c->head_dim;
-    d.C = c->heads * c->head_dim;
-    d.window = c->W;
-    d.shift = c->shift;
-    d.version = c->version;
-    d.eps = 1e-5f;
+    return swin_dims_square(c->B, c->res, c->heads * c->head_dim, c->heads, c->head_dim, c->W, c->shift,
+                            c->version, 1e-5f);
+}
+
+/* the dims of row g of geoms[] (c gives B, heads, head_dim, version) */
+static swin_dims geom_dims(const att_case *c, const int *g) {
+    swin_dims d = case_dims(c);
+    d.res_h = g[0], d.res_w = g[1], d.win_h = g[2], d.win_w = g[3], d.shift_h = g[4], d.shift_w = g[5];
+    d.hp = (g[0] + g[2] - 1) / g[2] * g[2];
+    d.wp = (g[1] + g[3] - 1) / g[3] * g[3];
     return d;
 }
 
 /* random bias table and per-head scales as a V1 / V2 model would have them */
 static void fill_params(float *bias, float *scale, const swin_dims *d) {
-    int nb = (2 * d->window - 1) * (2 * d->window - 1);
+    int nb = (2 * d->win_h - 1) * (2 * d->win_w - 1);
     tu_fill(bias, (size_t)nb * d->heads, -2.0f, 2.0f);
     for (int h = 0; h < d->heads; h++)
         scale[h] = d->version == 2 ? tu_uniform(1.0f, 40.0f) : tu_uniform(0.1f, 0.3f);
@@ -143,11 +157,12 @@ static int smem_skip(swin_status s) {
     return s == SWIN_ERR_UNSUPPORTED && strstr(swin_last_error(), "shared memory") != NULL;
 }
 
-static void run_case(const att_case *c, int ci, cublasHandle_t cub, cudaStream_t st) {
-    swin_dims d = case_dims(c);
-    int N = c->W * c->W, nwin = c->B * (c->res / c->W) * (c->res / c->W);
+/* case c on its square geometry, or on *geom (c then labels it: W, res, shift of the H side) */
+static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHandle_t cub, cudaStream_t st) {
+    swin_dims d = geom ? *geom : case_dims(c);
+    int N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
     size_t nqkv = (size_t)nwin * N * 3 * d.C, nout = (size_t)nwin * N * d.C;
-    size_t nbias = (size_t)(2 * c->W - 1) * (2 * c->W - 1) * c->heads;
+    size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * c->heads;
     float *qkv = malloc(nqkv * 4), *qr = malloc(nqkv * 4), *ref = malloc(nout * 4), *got = malloc(nout * 4);
     float *bias = malloc(nbias * 4), *scale = malloc(c->heads * 4);
     unsigned char *hbuf = malloc(nqkv * 4 + 2 * GUARD_BYTES);
@@ -213,8 +228,9 @@ static void run_case(const att_case *c, int ci, cublasHandle_t cub, cudaStream_t
             printf("W=%-2d res=%-2d shift=%-2d v%d heads=%-2d hd=%-3d B=%-2d %-4s %-7s err %.2e (tol %.1e)%s %s\n",
                    c->W, c->res, c->shift, c->version, c->heads, c->head_dim, c->B, dt_name[dt], impl_name[impl],
                    err, dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN", ok ? "ok" : "FAIL");
-            CHECK(err <= dt_tol[dt], "W=%d hd=%d v%d shift=%d %s %s: err %.3e > %.1e", c->W, c->head_dim, c->version,
-                  c->shift, dt_name[dt], impl_name[impl], err, dt_tol[dt]);
+            CHECK(err <= dt_tol[dt], "W=%d hd=%d v%d shift=%d (grid %dx%d, window %dx%d) %s %s: err %.3e > %.1e",
+                  c->W, c->head_dim, c->version, c->shift, d.res_h, d.res_w, d.win_h, d.win_w, dt_name[dt],
+                  impl_name[impl], err, dt_tol[dt]);
             CHECK(guard_ok, "W=%d hd=%d %s %s: write outside the output", c->W, c->head_dim, dt_name[dt],
                   impl_name[impl]);
             n_runs++;
@@ -285,8 +301,8 @@ static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
         void *out = p, *cub_arg = NULL;
         swin_attn_impl impl = SWIN_ATTN_IMPL_FUSED;
         if (t[i].field == 1) d.C = t[i].value;
-        if (t[i].field == 2) d.res = t[i].value;
-        if (t[i].field == 3) d.shift = t[i].value;
+        if (t[i].field == 2) d.res_h = d.res_w = d.hp = d.wp = t[i].value;
+        if (t[i].field == 3) d.shift_h = d.shift_w = t[i].value;
         if (t[i].field == 4) { d.head_dim = t[i].value; d.C = d.heads * d.head_dim; }
         if (t[i].field == 5) out = NULL;
         if (t[i].field == 6) impl = SWIN_ATTN_IMPL_UNFUSED;
@@ -310,10 +326,7 @@ static int cmp_float(const void *a, const void *b) {
 
 static void bench(const char *name, int B, int res, int W, int C, int heads, int shift, int version, int dt,
                   cublasHandle_t cub, cudaStream_t st) {
-    swin_dims d;
-    memset(&d, 0, sizeof d);
-    d.B = B, d.res = res, d.C = C, d.heads = heads, d.head_dim = C / heads, d.window = W, d.shift = shift;
-    d.version = version;
+    swin_dims d = swin_dims_square(B, res, C, heads, C / heads, W, shift, version, 1e-5f);
     size_t nwin = (size_t)B * (res / W) * (res / W), N = (size_t)W * W, ds = swin_dtype_size((swin_dtype)dt);
     size_t nqkv = nwin * N * 3 * C, nout = nwin * N * C, nbias = (size_t)(2 * W - 1) * (2 * W - 1) * heads;
     float *h = malloc(nqkv * 4), *bias = malloc(nbias * 4), *scale = malloc(heads * 4);
@@ -388,7 +401,13 @@ int main(int argc, char **argv) {
     struct timespec t0, t1;
     timespec_get(&t0, TIME_UTC);
     for (int i = 0; i < ncases; i++)
-        if (!quick || cases[i].quick) run_case(&cases[i], i, cub, st), nrun++;
+        if (!quick || cases[i].quick) run_case(&cases[i], NULL, i, cub, st), nrun++;
+    for (int g = 0; g < (int)(sizeof geoms / sizeof geoms[0]); g++)   /* V1 and V2, 2 heads of 32, batch 2 */
+        for (int v = 1; v <= 2; v++) {
+            att_case k = {geoms[g][2], geoms[g][0], geoms[g][4], v, 2, 32, 2, g == 0 || g == 3};
+            swin_dims d = geom_dims(&k, geoms[g]);
+            if (!quick || k.quick) run_case(&k, &d, ncases + 2 * g + v, cub, st), nrun++;
+        }
     timespec_get(&t1, TIME_UTC);
     printf("%d of %d cases (%s), %d launches checked, %d skipped (shared memory), %.1f s\n", nrun, ncases,
            quick ? "quick" : "all", n_runs, n_skipped, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));

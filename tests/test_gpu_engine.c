@@ -6,7 +6,10 @@
  * off, batches 1 and 3. Checks: logits rel error max|d|/max|ref| within fp32 1e-4, tf32/fp16 5e-3,
  * bf16 3e-2; the same input twice gives bit-identical logits (graph replay after the first,
  * un-captured run); switching batch sizes works; batch > max_batch is refused; an absent device
- * index is refused with a message; the memory plan describes itself.
+ * index is refused with a message; the memory plan describes itself. Six more models run the
+ * geometries where timm and transformers differ (non-square inputs and windows, a shift along one
+ * dimension, grids padded to the window in either order, images padded to the patch, odd grids at
+ * a merge); windows over 32 a side are refused (SWIN_ERR_UNSUPPORTED, the shape named).
  * Exits 77 when there is no usable GPU.  Run: ctest -R test_gpu_engine
  */
 #include <stdio.h>
@@ -22,13 +25,29 @@ typedef struct {
     const char *name;
     int version, img, patch, window, embed, stages, depths[4], heads[4], ape, classes;
     float mlp;
+    int img_w;            /* 0: img (square) */
+    swin_family family;   /* whose geometry (padding order, windows) */
 } tiny_cfg;
 
 static const tiny_cfg MODELS[] = {
     /* res 14 (window 7, shift 3) then 7 == window (no shift); head_dim 16 */
-    {"tiny_v1", 1, 56, 4, 7, 48, 2, {2, 1}, {3, 6}, 1, 10, 4.0f},
+    {"tiny_v1", 1, 56, 4, 7, 48, 2, {2, 1}, {3, 6}, 1, 10, 4.0f, 0, SWIN_FAMILY_TIMM},
     /* res 16 (window 8, shift 4), 8 == window, 4 < window (clamped); head_dim 32 */
-    {"tiny_v2", 2, 64, 4, 8, 32, 3, {2, 2, 1}, {1, 2, 4}, 0, 16, 2.0f},
+    {"tiny_v2", 2, 64, 4, 8, 32, 3, {2, 2, 1}, {1, 2, 4}, 0, 16, 2.0f, 0, SWIN_FAMILY_TIMM},
+    /* timm 32x64, window 4: 8x16 (shift 2, 2), 4x8 (shift 0 along H, 2 along W), 2x4 windows */
+    {"tiny_v1_rect_timm", 1, 32, 4, 4, 32, 3, {2, 2, 2}, {1, 2, 4}, 0, 10, 2.0f, 64, SWIN_FAMILY_TIMM},
+    /* transformers 48x80, window 3: 12x20 -> 12x21 and 6x10 -> 6x12 padded before the roll, 3x5 -> 3x6;
+     * absolute position embedding */
+    {"tiny_v1_pad_hf", 1, 48, 4, 3, 32, 3, {2, 2, 2}, {1, 2, 4}, 1, 10, 2.0f, 80, SWIN_FAMILY_HF},
+    /* timm 64, window 7: 16 -> 21 and 8 -> 14 padded after the roll (shift 3), 4 clamped */
+    {"tiny_v2_pad_timm", 2, 64, 4, 7, 32, 3, {2, 2, 2}, {1, 2, 4}, 0, 10, 2.0f, 0, SWIN_FAMILY_TIMM},
+    /* transformers 62x54: the image padded to 64x56 (grid 16x14), windows from the constructor's
+     * 15: 7 (shift 3) padded to 21x14, then 8x7 (window 7, no shift) padded to 14x7 */
+    {"tiny_v2_pad_hf", 2, 62, 4, 7, 32, 2, {2, 2}, {1, 2}, 0, 10, 2.0f, 54, SWIN_FAMILY_HF},
+    /* timm 44x60, window 3: 11x15 padded to 12x15, the odd grid merged to 6x8 (zero padded) */
+    {"tiny_v1_odd_timm", 1, 44, 4, 3, 32, 2, {2, 2}, {1, 2}, 0, 10, 2.0f, 60, SWIN_FAMILY_TIMM},
+    /* transformers 50x66: the image padded to 52x68 (13x17), odd merges to 7x9 and 4x5 */
+    {"tiny_v2_odd_hf", 2, 50, 4, 3, 32, 3, {2, 2, 2}, {1, 2, 4}, 0, 10, 2.0f, 66, SWIN_FAMILY_HF},
 };
 
 static const double TOL[4] = {1e-4, 5e-3, 5e-3, 3e-2};   /* fp32, tf32, fp16, bf16 */
@@ -38,7 +57,9 @@ static swin_status make_model(const tiny_cfg *t, swin_model **out) {
     memset(&c, 0, sizeof c);
     c.version = t->version;
     snprintf(c.arch, sizeof c.arch, "%s", t->name);
-    c.img_size = t->img;
+    c.img_h = t->img;
+    c.img_w = t->img_w ? t->img_w : t->img;
+    c.family = t->family;
     c.patch_size = t->patch;
     c.in_chans = 3;
     c.embed_dim = t->embed;
@@ -111,7 +132,7 @@ static int test_model(const tiny_cfg *t) {
     swin_model *m = NULL;
     if (!CHECK(make_model(t, &m) == SWIN_OK, "%s: %s", t->name, swin_last_error())) return SWIN_OK;
     int classes = t->classes;
-    size_t n_in = (size_t)MAXB * 3 * t->img * t->img;
+    size_t n_in = (size_t)MAXB * 3 * t->img * (t->img_w ? t->img_w : t->img);
     float *input = malloc(n_in * sizeof(float)), *ref = calloc((size_t)MAXB * classes, sizeof(float));
     tu_fill(input, n_in, -2.0f, 2.0f);
 
@@ -124,7 +145,8 @@ static int test_model(const tiny_cfg *t) {
         CHECK(swin_forward(cpu, input, MAXB, ref) == SWIN_OK, "%s: cpu forward: %s", t->name, swin_last_error());
         swin_session_free(cpu);
     }
-    printf("%s: version %d, img %d, classes %d, max|logit| %.3g\n", t->name, t->version, t->img, classes,
+    printf("%s: version %d, img %dx%d, classes %d, max|logit| %.3g\n", t->name, t->version, t->img,
+           t->img_w ? t->img_w : t->img, classes,
            tu_max_abs(ref, (size_t)MAXB * classes));
 
     for (int p = SWIN_FP32; p <= SWIN_BF16 && st == SWIN_OK; p++)
@@ -165,6 +187,38 @@ static void test_device_and_plan(void) {
     swin_model_free(m);
 }
 
+/* A geometry the engine does not run (windows over 32 a side: the CPU reference runs them) is
+ * refused at session creation with SWIN_ERR_UNSUPPORTED naming the shape. */
+static void test_refuses_new_geometry(void) {
+    static const struct { int version, h, w, window; swin_family family; const char *needle; } G[] = {
+        {2, 80, 160, 40, SWIN_FAMILY_TIMM, "stage 0 has 20x40 windows (at most 32 a side)"},
+    };
+    for (size_t i = 0; i < sizeof G / sizeof G[0]; i++) {
+        swin_config c;
+        memset(&c, 0, sizeof c);
+        c.version = G[i].version;
+        snprintf(c.arch, sizeof c.arch, "tiny_geometry_%zu", i);
+        c.img_h = G[i].h, c.img_w = G[i].w, c.patch_size = 4, c.in_chans = 3, c.embed_dim = 16;
+        c.num_stages = 2, c.depths[0] = c.depths[1] = 2, c.num_heads[0] = 1, c.num_heads[1] = 2;
+        c.window_size = G[i].window, c.family = G[i].family, c.mlp_ratio = 2.0f, c.qkv_bias = 1;
+        c.ln_eps = 1e-5f, c.num_classes = 4;
+        for (int k = 0; k < 3; k++) { c.mean[k] = 0.5f; c.std[k] = 0.25f; }
+        swin_model *m = NULL;
+        if (!CHECK(swin_model_random_config(&c, 7, &m) == SWIN_OK, "geometry %zu: %s", i, swin_last_error()))
+            continue;
+        CHECK(!swin_model_plain_geometry(m, NULL, 0), "geometry %zu should not be plain", i);
+        swin_session_options o = swin_session_options_default();
+        o.device = SWIN_DEVICE_CUDA;
+        swin_session *s = NULL;
+        swin_status st = swin_session_create(m, &o, &s);
+        CHECK(st == SWIN_ERR_UNSUPPORTED && strstr(swin_last_error(), G[i].needle) &&
+              strstr(swin_last_error(), "is not supported on the GPU yet"),
+              "geometry %zu: status %d, message '%s'", i, (int)st, swin_last_error());
+        swin_session_free(s);
+        swin_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     (void)argc; (void)argv;
     tu_seed(42);
@@ -175,5 +229,6 @@ int main(int argc, char **argv) {
         }
     }
     test_device_and_plan();
+    test_refuses_new_geometry();
     return tu_finish("test_gpu_engine");
 }

@@ -90,6 +90,8 @@ static const kcase cases[] = {
     {OP_MERGE,       1, 16,   40,  0, 0, 1, 1},
     {OP_MERGE,       1, 12,   36,  0, 0, 1, 1},
     {OP_MERGE,       1, 12,   36,  0, 0, 0, 0},
+    {OP_MERGE,       2,  7,   48,  0, 0, 1, 1},   /* odd grids: the last row and column read zeros */
+    {OP_MERGE,       1, 13,   36,  0, 0, 0, 0},
     {OP_IM2COL,      1, 224,   0,  4, 0, 0, 1},
     {OP_IM2COL,      3, 224,   0,  4, 0, 0, 0},
     {OP_IM2COL,      2, 20,    0,  5, 0, 0, 1},   /* patch 5: the general kernel */
@@ -105,15 +107,13 @@ static const kcase cases[] = {
 // ---- one case
 
 static int dims_of(const kcase *c, swin_dims *d) {
-    memset(d, 0, sizeof *d);
-    d->B = c->B, d->res = c->res, d->C = c->C, d->heads = 1, d->head_dim = c->C;
-    d->window = c->window, d->shift = c->shift, d->version = 1, d->eps = 1e-5f;
+    *d = swin_dims_square(c->B, c->res, c->C, 1, c->C, c->window, c->shift, 1, 1e-5f);
     return 0;
 }
 
 /* sizes of input (na), second input (nb) and output (no) in elements */
 static void sizes(const kcase *c, size_t *na, size_t *nb, size_t *no) {
-    size_t tok = (size_t)c->B * c->res * c->res, r2 = (size_t)(c->res / 2) * (c->res / 2);
+    size_t tok = (size_t)c->B * c->res * c->res, r2 = (size_t)((c->res + 1) / 2) * ((c->res + 1) / 2);
     *nb = 0;
     switch (c->op) {
     case OP_LN: case OP_LN_INPLACE: case OP_PARTITION: *na = *no = tok * c->C; break;
@@ -163,8 +163,11 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_LN_POOL: swin_ln_pool_cpu(ref, a, &ln, c->B, L, c->C, d.eps); break;
     case OP_PARTITION: swin_ln_shift_partition_cpu(ref, a, c->ln ? &ln : NULL, &d); exact = !c->ln; break;
     case OP_REVERSE: memcpy(ref, b, no * sizeof(float)); swin_window_reverse_residual_cpu(ref, a, c->ln ? &ln : NULL, &d); exact = !c->ln; in_place = 1; break;
-    case OP_MERGE: swin_merge_gather_cpu(ref, a, c->ln ? &ln : NULL, c->B, c->res, c->C, d.eps); exact = !c->ln; break;
-    case OP_IM2COL: swin_im2col_patch_cpu(ref, a, c->B, c->res, c->res, c->window); exact = 1; break;
+    case OP_MERGE: swin_merge_gather_cpu(ref, a, c->ln ? &ln : NULL, c->B, c->res, c->res, c->C, d.eps); exact = !c->ln; break;
+    case OP_IM2COL:
+        swin_im2col_patch_cpu(ref, a, c->B, c->res, c->res, c->window, c->res / c->window, c->res / c->window);
+        exact = 1;
+        break;
     case OP_ADD_POS: memcpy(ref, a, no * sizeof(float)); swin_add_pos_cpu(ref, b, c->B, L, c->C); exact = 1; in_place = 1; break;
     case OP_GELU:
         for (size_t i = 0; i < no; i++) ref[i] = (float)gelu_ref(a[i]) + (c->ln ? b[i] : 0.0f);
@@ -200,8 +203,11 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_LN_POOL: st = swin_ln_pool_cuda(dout.p, da.p, dlw.p, dlb.p, c->B, L, c->C, d.eps, sdt, 0); break;
     case OP_PARTITION: st = swin_ln_shift_partition_cuda(dout.p, da.p, w, bb, &d, sdt, 0); break;
     case OP_REVERSE: st = swin_window_reverse_residual_cuda(db.p, da.p, w, bb, &d, sdt, 0); res_buf = &db; break;
-    case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->C, d.eps, sdt, 0); break;
-    case OP_IM2COL: st = swin_im2col_patch_cuda(dout.p, da.p, c->B, c->res, c->res, c->window, sdt, 0); break;
+    case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->res, c->C, d.eps, sdt, 0); break;
+    case OP_IM2COL:
+        st = swin_im2col_patch_cuda(dout.p, da.p, c->B, c->res, c->res, c->window, c->res / c->window,
+                                    c->res / c->window, sdt, 0);
+        break;
     case OP_ADD_POS: st = swin_add_pos_cuda(da.p, db.p, c->B, L, c->C, sdt, 0); res_buf = &da; break;
     case OP_GELU: st = swin_gelu_cuda(da.p, c->ln ? db.p : NULL, na, sdt, 0); res_buf = &da; break;
     case OP_CONVERT: st = swin_convert_cuda(dout.p, (swin_dtype)dt2, da.p, sdt, na, 0); break;
@@ -222,6 +228,90 @@ static void run_case(const kcase *c, int dt, int dt2) {
     }
     tg_free(&da), tg_free(&db), tg_free(&dout), tg_free(&dlw), tg_free(&dlb);
     free(a), free(b), free(ref), free(ref_x), free(got), free(lw), free(lb);
+}
+
+// ---- window layout of non-square and padded geometries, both libraries' orders
+
+/* partition (LN or not), reverse (LN or not) and reverse + LN of one geometry in dtype dt against
+ * the CPU reference: {res_h, res_w, win_h, win_w, shift_h, shift_w, pad_first}; the padded grid is
+ * the grid rounded up to the window. The partition output's padding rows must be exactly zero. */
+static void window_geometry_case(const int *g, int dt) {
+    swin_dims d = swin_dims_square(2, g[0], 24, 1, 24, g[2], g[4], 1, 1e-5f);
+    d.res_w = g[1], d.win_w = g[3], d.shift_w = g[5], d.pad_first = g[6];
+    d.hp = (g[0] + g[2] - 1) / g[2] * g[2];
+    d.wp = (g[1] + g[3] - 1) / g[3] * g[3];
+    size_t nx = (size_t)d.B * d.res_h * d.res_w * d.C, nwin = (size_t)d.B * d.hp * d.wp * d.C;
+    float *x = malloc(nx * 4), *win = malloc(nwin * 4), *ref = malloc((nx > nwin ? nx : nwin) * 4);
+    float *ref_x = malloc(nx * 4), *got = malloc((nx > nwin ? nx : nwin) * 4);
+    float *lw = malloc(d.C * 4), *lb = malloc(d.C * 4);
+    tu_fill(x, nx, -1.0f, 3.0f), tu_round_to(x, nx, dt);
+    tu_fill(win, nwin, -2.0f, 2.0f), tu_round_to(win, nwin, dt);
+    tu_fill(lw, d.C, 0.5f, 1.5f), tu_fill(lb, d.C, -0.5f, 0.5f);
+    swin_ln_w ln = {lw, lb};
+    tg_buf dx = tg_alloc(nx, dt), dwin = tg_alloc(nwin, dt), dout = tg_alloc(nx > nwin ? nx : nwin, dt);
+    tg_buf dlw = tg_alloc(d.C, 0), dlb = tg_alloc(d.C, 0);
+    tg_upload(&dlw, lw), tg_upload(&dlb, lb);
+    swin_dtype sdt = (swin_dtype)dt;
+    char name[160];
+    for (int op = 0; op < 5; op++) {   /* partition, partition+LN, reverse, reverse+LN(win), reverse then LN */
+        int with_ln = op == 1 || op == 3, exact = !with_ln && op != 4;
+        const float *w = with_ln ? (const float *)dlw.p : NULL, *b = with_ln ? (const float *)dlb.p : NULL;
+        snprintf(name, sizeof name, "%s%s %s %dx%d W%dx%d s%dx%d %s",
+                 op < 2 ? "partition" : op == 4 ? "reverse_ln" : "reverse", with_ln ? "+ln" : "", tg_dt_name[dt],
+                 g[0], g[1], g[2], g[3], g[4], g[5], g[6] ? "hf" : "timm");
+        swin_status st;
+        size_t no;
+        if (op < 2) {   /* win <- partition(x) */
+            no = nwin;
+            swin_ln_shift_partition_cpu(ref, x, with_ln ? &ln : NULL, &d);
+            tg_upload(&dx, x), tg_poison(&dout);
+            dout.n = nwin;
+            st = swin_ln_shift_partition_cuda(dout.p, dx.p, w, b, &d, sdt, 0);
+        } else if (op < 4) {   /* x += reverse(LN?(win)) */
+            no = nx;
+            memcpy(ref, x, nx * 4);
+            swin_window_reverse_residual_cpu(ref, win, with_ln ? &ln : NULL, &d);
+            tg_upload(&dx, x), tg_upload(&dwin, win);
+            st = swin_window_reverse_residual_cuda(dx.p, dwin.p, w, b, &d, sdt, 0);
+        } else {   /* x += reverse(win); out = LN(x) */
+            no = nx;
+            memcpy(ref_x, x, nx * 4);
+            swin_window_reverse_residual_cpu(ref_x, win, NULL, &d);
+            tu_round_to(ref_x, nx, dt);
+            swin_layernorm_cpu(ref, ref_x, &ln, d.B * d.res_h * d.res_w, d.C, d.eps);
+            tg_upload(&dx, x), tg_upload(&dwin, win), tg_poison(&dout);
+            dout.n = nx;
+            st = swin_window_reverse_residual_ln_cuda(dx.p, dout.p, dwin.p, dlw.p, dlb.p, &d, sdt, 0);
+        }
+        if (exact || op == 2 || op == 3) tu_round_to(ref, no, dt);
+        int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
+        ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the launch", name);
+        if (ok) {
+            tg_download(op < 2 || op == 4 ? &dout : &dx, got);
+            tg_compare(name, got, ref, no, exact ? 0.0 : tg_tol[dt]);
+            if (op == 4) {
+                char xname[200];
+                snprintf(xname, sizeof xname, "%s (x)", name);
+                tg_download(&dx, got);
+                tg_compare(xname, got, ref_x, nx, 0.0);
+            }
+        }
+        dout.n = nx > nwin ? nx : nwin;
+    }
+    CHECK(tg_guard_ok(&dx) && tg_guard_ok(&dwin) && tg_guard_ok(&dout), "%s: guard zone overwritten", name);
+    tg_free(&dx), tg_free(&dwin), tg_free(&dout), tg_free(&dlw), tg_free(&dlb);
+    free(x), free(win), free(ref), free(ref_x), free(got), free(lw), free(lb);
+}
+
+static void window_geometry(int quick) {
+    static const int G[][7] = {
+        {6, 8, 6, 7, 0, 3, 0},   {6, 8, 6, 6, 0, 0, 1},   {4, 8, 4, 4, 0, 2, 0},   {2, 4, 2, 4, 0, 0, 0},
+        {16, 16, 7, 7, 3, 3, 0}, {16, 16, 7, 7, 3, 3, 1}, {17, 13, 7, 7, 3, 3, 1}, {11, 15, 3, 3, 1, 1, 0},
+        {9, 16, 4, 4, 2, 2, 1},  {3, 5, 3, 3, 0, 0, 1},   {8, 9, 7, 7, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
+        for (int dt = 0; dt < 3; dt++)
+            if (!quick || i == 5) window_geometry_case(G[i], dt);
 }
 
 // ---- GELU of 16-bit data: as accurate as PyTorch's fp32-math GELU, on a dense grid
@@ -282,24 +372,24 @@ static void expect_arg_error(const char *what, swin_status st) {
 static void argument_checks(void) {
     tg_buf x = tg_alloc(4096, 0), y = tg_alloc(4096, 0), lw = tg_alloc(64, 0);
     const float *w = lw.p;
-    swin_dims d = {1, 14, 8, 1, 8, 7, 3, 1, 1e-5f};
+    swin_dims d = swin_dims_square(1, 14, 8, 1, 8, 7, 3, 1, 1e-5f);
     swin_dims bad = d;
     expect_arg_error("layernorm rows 0", swin_layernorm_cuda(y.p, x.p, w, w, 0, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("layernorm NULL in", swin_layernorm_cuda(y.p, NULL, w, w, 4, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("layernorm no bias", swin_layernorm_cuda(y.p, x.p, w, NULL, 4, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("layernorm bad dtype", swin_layernorm_cuda(y.p, x.p, w, w, 4, 8, 1e-5f, (swin_dtype)7, 0));
     expect_arg_error("layernorm misaligned", swin_layernorm_cuda(y.p, (char *)x.p + 1, w, w, 4, 8, 1e-5f, SWIN_DT_F16, 0));
-    bad.window = 6;
+    bad.win_h = bad.win_w = 6;
     expect_arg_error("partition res % window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
-    bad = d, bad.shift = 7;
+    bad = d, bad.shift_h = bad.shift_w = 7;
     expect_arg_error("partition shift >= window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
     expect_arg_error("reverse NULL dims", swin_window_reverse_residual_cuda(x.p, y.p, NULL, NULL, NULL, SWIN_DT_F32, 0));
     expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, SWIN_DT_F32, 0));
     expect_arg_error("reverse_ln no norm", swin_window_reverse_residual_ln_cuda(x.p, y.p, lw.p, NULL, NULL, &d, SWIN_DT_F32, 0));
     expect_arg_error("reverse_ln out is x", swin_window_reverse_residual_ln_cuda(x.p, x.p, y.p, w, w, &d, SWIN_DT_F32, 0));
-    expect_arg_error("merge odd res", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 7, 8, 1e-5f, SWIN_DT_F32, 0));
-    expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 1e-5f, SWIN_DT_F32, 0));
-    expect_arg_error("im2col H % p", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, SWIN_DT_F32, 0));
+    expect_arg_error("merge H 0", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 0, 8, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("im2col grid past the image", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, 4, 2, SWIN_DT_F32, 0));
     expect_arg_error("add_pos L 0", swin_add_pos_cuda(x.p, y.p, 1, 0, 8, SWIN_DT_F32, 0));
     expect_arg_error("ln_pool NULL out", swin_ln_pool_cuda(NULL, x.p, w, w, 1, 4, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("gelu in place residual", swin_gelu_cuda(x.p, x.p, 16, SWIN_DT_F32, 0));
@@ -322,6 +412,7 @@ int main(int argc, char **argv) {
                 run_case(c, dt, dt);
         }
     }
+    window_geometry(quick);
     gelu_ulp_check();
     argument_checks();
     return tu_finish("test_gpu_kernels");

@@ -386,7 +386,7 @@ static swin_status make_model(swin_model **out) {
     memset(&c, 0, sizeof c);
     c.version = 1;
     snprintf(c.arch, sizeof c.arch, "tiny_pre");
-    c.img_size = 56, c.patch_size = 4, c.in_chans = 3, c.embed_dim = 48, c.num_stages = 2;
+    c.img_h = c.img_w = 56, c.patch_size = 4, c.in_chans = 3, c.embed_dim = 48, c.num_stages = 2;
     c.depths[0] = 2, c.depths[1] = 1, c.num_heads[0] = 3, c.num_heads[1] = 6;
     c.window_size = 7, c.mlp_ratio = 4.0f, c.qkv_bias = 1, c.ln_eps = 1e-5f, c.num_classes = 10;
     c.pre_style = SWIN_PRE_TIMM, c.interp = SWIN_INTERP_BICUBIC, c.crop_pct = 0.9f;

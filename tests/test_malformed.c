@@ -39,7 +39,7 @@ static swin_config tiny_config(int version) {
     memset(&c, 0, sizeof c);
     c.version = version;
     snprintf(c.arch, sizeof c.arch, "%s", version == 2 ? "swinv2_tinytest" : "swin_tinytest");
-    c.img_size = 16; c.patch_size = 2; c.in_chans = 3; c.embed_dim = 8; c.num_stages = 2;
+    c.img_h = c.img_w = 16; c.patch_size = 2; c.in_chans = 3; c.embed_dim = 8; c.num_stages = 2;
     c.depths[0] = 2; c.depths[1] = 2; c.num_heads[0] = 1; c.num_heads[1] = 2;
     c.window_size = 2; c.mlp_ratio = 4; c.qkv_bias = 1; c.ln_eps = 1e-5f; c.num_classes = 5;
     c.crop_pct = 0.9f; c.interp = SWIN_INTERP_BICUBIC;
@@ -222,9 +222,10 @@ static int same_weights(swin_model *a, swin_model *b, const char *what) {
     for (int s = 0; s < a->cfg.num_stages && ok; s++)
         for (int bl = 0; bl < a->w.stages[s].depth && ok; bl++) {
             const swin_block_w *x = &a->w.stages[s].blocks[bl], *y = &b->w.stages[s].blocks[bl];
-            int W = x->window, h = a->w.stages[s].heads;
-            ok = CHECK(x->window == y->window && x->shift == y->shift &&
-                       tu_max_abs_diff(x->bias_table, y->bias_table, (size_t)(2 * W - 1) * (2 * W - 1) * h) == 0 &&
+            const swin_stage_w *sa = &a->w.stages[s], *sb = &b->w.stages[s];
+            int Wh = sa->win_h, Ww = sa->win_w, h = sa->heads;
+            ok = CHECK(Wh == sb->win_h && Ww == sb->win_w && x->shift_h == y->shift_h && x->shift_w == y->shift_w &&
+                       tu_max_abs_diff(x->bias_table, y->bias_table, (size_t)(2 * Wh - 1) * (2 * Ww - 1) * h) == 0 &&
                        tu_max_abs_diff(x->attn_scale, y->attn_scale, (size_t)h) == 0,
                        "%s: derived tables of stage %d block %d differ", what, s, bl);
         }
@@ -262,15 +263,17 @@ static void test_valid(void) {
             swin_model *m = load(sub, NULL, NULL, &st);
             if (!CHECK(st == SWIN_OK, "%s: %s", sub, swin_last_error())) continue;
             const swin_config *lc = swin_model_config(m);
-            CHECK(lc->version == v && lc->num_classes == 5 && lc->img_size == 16 && lc->embed_dim == 8,
-                  "%s: config v%d classes %d img %d", sub, lc->version, lc->num_classes, lc->img_size);
+            CHECK(lc->version == v && lc->num_classes == 5 && lc->img_h == 16 && lc->img_w == 16 &&
+                      lc->embed_dim == 8,
+                  "%s: config v%d classes %d img %dx%d", sub, lc->version, lc->num_classes, lc->img_h, lc->img_w);
+            CHECK(lc->family == (L == L_HF ? SWIN_FAMILY_HF : SWIN_FAMILY_TIMM), "%s: family", sub);
             CHECK(lc->pre_style == (L == L_HF ? SWIN_PRE_HF : SWIN_PRE_TIMM), "%s: pre_style", sub);
             CHECK(!strcmp(swin_model_label(m, 3), "three") && !strcmp(swin_model_label(m, 7), "class_7"),
                   "%s: labels '%s' '%s'", sub, swin_model_label(m, 3), swin_model_label(m, 7));
             CHECK(g_warns == 0, "%s: unexpected warning '%s'", sub, g_warn);
             CHECK(swin_model_param_count(m) == swin_model_param_count(g_src[v]), "%s: params", sub);
-            CHECK(m->w.stages[0].blocks[1].shift == 1 && m->w.stages[1].blocks[1].shift == 1 &&
-                  m->w.stages[1].blocks[0].shift == 0, "%s: shifts", sub);
+            CHECK(m->w.stages[0].blocks[1].shift_h == 1 && m->w.stages[0].blocks[1].shift_w == 1 &&
+                  m->w.stages[1].blocks[1].shift_h == 1 && m->w.stages[1].blocks[0].shift_w == 0, "%s: shifts", sub);
             same_weights(m, g_src[v], sub);
             if (L == L_TIMM) CHECK(lc->interp == SWIN_INTERP_BILINEAR && fabsf(lc->std[1] - 0.25f) < 1e-7f, "timm pretrained_cfg");
             swin_model_free(m);
@@ -363,20 +366,23 @@ static const bad_case CASES[] = {
      "{\"architecture\": \"swin_tinytest\", \"num_classes\": 6, \"model_args\": {\"img_size\": 16, \"patch_size\": 2,"
      " \"window_size\": 2, \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_TENSOR,
      "tensor 'head.fc.weight' has shape [5, 16], expected [6, 16]"},
-    {"window does not divide resolution", K_CONFIG,
+    {"window 3 (padded grids) wants 5x5 position tables", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 3,"
-     " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_UNSUPPORTED,
-     "stage 0 resolution 8 is not a multiple of window 3"},
-    {"non-square input", K_CONFIG,
-     "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": [16, 32]}}", 0, SWIN_ERR_UNSUPPORTED,
-     "square inputs only"},
+     " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_TENSOR,
+     "tensor 'layers.0.blocks.0.attn.relative_position_bias_table' has shape [9, 1], expected [25, 1]"},
+    {"non-square patch", K_CONFIG, "{\"model_type\": \"swin\", \"patch_size\": [2, 4]}", 0, SWIN_ERR_UNSUPPORTED,
+     "field 'patch_size' is 2 x 4; swin supports square patches only"},
+    {"transformers Swin V1 window clamped below its table", K_CONFIG,
+     "{\"model_type\": \"swin\", \"image_size\": 16, \"patch_size\": 2, \"window_size\": 8, \"embed_dim\": 8,"
+     " \"depths\": [2, 2], \"num_heads\": [1, 2], \"num_labels\": 5}", 0, SWIN_ERR_UNSUPPORTED,
+     "stage 1 grid 4x4 clamps the window to 4, below the configured 8"},
     {"heads do not divide dim", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 2,"
      " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [3, 2]}}", 0, SWIN_ERR_CONFIG,
      "stage 0 has 8 channels, not divisible by 3 heads"},
     {"custom arch without img_size", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"patch_size\": 2}}", 0, SWIN_ERR_CONFIG,
-     "img_size 0 is missing"},
+     "img_h 0 is missing"},
     {"directory without model.safetensors", K_TENSORS, NULL, T_NO_MODEL, SWIN_ERR_IO, "has no model.safetensors"},
     {"directory without config.json", K_TENSORS, NULL, T_NO_CONFIG, SWIN_ERR_ARGUMENT, "has no config.json"},
     /* not errors: extra tensors warn, buffers are ignored silently, F16 converts */

@@ -2,7 +2,8 @@
  * results come back once per input and in input order, whatever the threads, batch and depth;
  * bad files (missing, empty, truncated, not an image, a directory) are reported in their place
  * with their path and the others are classified; logits are bit-identical to preprocessing and
- * running each image alone; bad options are refused.
+ * running each image alone; bad options are refused; swin_image_decode_into (what the pipeline
+ * decodes into its page-locked slots with) gives the same pixels in the caller's memory.
  * Run: build/tests/test_pipeline SOURCE_DIR
  */
 #define _POSIX_C_SOURCE 200809L
@@ -52,6 +53,48 @@ static void write_text(const char *path, const char *text) {
     if (f) { fputs(text, f); fclose(f); }
 }
 
+/* swin_image_alloc_fn over a fixed buffer: room for `left` bytes, then NULL */
+typedef struct { uint8_t *buf; size_t used, cap; } bump;
+static void *bump_alloc(void *ctx, size_t bytes) {
+    bump *b = ctx;
+    if (bytes > b->cap - b->used) return NULL;
+    b->used += bytes;
+    return b->buf + b->used - bytes;
+}
+
+/* decode_into: the same pixels in the caller's memory (JPEG decoded there, PNG copied), malloc
+ * when the allocator has no room, and nothing kept on failure */
+static void check_decode_into(const char *src) {
+    static const char *const files[] = {"tests/data/jpeg/baseline_420_160x120.jpg", "tests/data/jpeg/cmyk_60x40.jpg",
+                                        "tests/data/jpeg/grey_70x50.jpg", "tests/data/preprocess/grad_97x61.png"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", src, files[f]);
+        uint8_t *data = NULL;
+        size_t len = 0;
+        swin_image ref, got;
+        if (!CHECK(swin_image_read_file(path, &data, &len) == SWIN_OK && swin_image_load(path, &ref) == SWIN_OK,
+                   "%s: %s", path, swin_last_error()))
+            continue;
+        size_t bytes = (size_t)ref.width * ref.height * 3;
+        bump b = {malloc(bytes + 64), 0, bytes + 64};
+        int custom = -1;
+        swin_status st = swin_image_decode_into(data, len, path, bump_alloc, &b, &got, &custom);
+        CHECK(st == SWIN_OK && custom == 1 && got.rgb == b.buf && !memcmp(got.rgb, ref.rgb, bytes),
+              "%s: decoded into the caller's memory, same pixels", files[f]);
+        b.used = b.cap - 1; /* full */
+        st = swin_image_decode_into(data, len, path, bump_alloc, &b, &got, &custom);
+        CHECK(st == SWIN_OK && custom == 0 && !memcmp(got.rgb, ref.rgb, bytes), "%s: malloc when full", files[f]);
+        if (st == SWIN_OK && custom == 0) swin_image_free(&got);
+        b.used = 0;
+        st = swin_image_decode_into(data, len / 2, path, bump_alloc, &b, &got, &custom);
+        CHECK(st == SWIN_ERR_IMAGE && custom == 0 && got.rgb == NULL, "%s: truncated refused, nothing kept", files[f]);
+        free(b.buf);
+        free(data);
+        swin_image_free(&ref);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *src = argc > 1 ? argv[1] : ".";
     char dir[512], path[1024], model_dir[1024];
@@ -65,6 +108,7 @@ int main(int argc, char **argv) {
     const swin_config *cfg = swin_model_config(m);
     swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
     if (tu_tmpdir(dir, sizeof dir, "swin_pipeline")) return 1;
+    check_decode_into(src);
 
     /* 24 inputs: digits, with bad ones in between; expect[i] 1 good, 2 bad */
     static const char *const digits[] = {"0021_1.png", "0024_4.png", "0028_8.png", "0034_6.png", "0035_5.png", "0037_9.png"};

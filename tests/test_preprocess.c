@@ -206,6 +206,45 @@ static void test_plan(void) {
     }
 }
 
+/* ---- non-square inputs: timm's ResizeKeepRatio + CenterCrop((H, W)), numbers from timm 1.0.31
+ * (ResizeKeepRatio.get_params) and torchvision's crop; transformers resizes straight to H x W */
+static void test_plan_rect(void) {
+    static const struct { int w, h, oh, ow; float crop_pct; int rw, rh, x0, y0; } CASES[] = {
+        {97, 61, 48, 64, 0.9f, 84, 53, 10, 2},        {61, 97, 48, 64, 0.9f, 71, 113, 4, 32},
+        {300, 200, 224, 160, 0.875f, 384, 256, 112, 16}, {500, 375, 192, 256, 0.95f, 269, 202, 6, 5}, /* 6.5 -> 6 */
+        {640, 427, 100, 300, 1.0f, 300, 200, 0, 50},  {61, 97, 64, 32, 1.2f, 33, 53, 0, -5},   /* padded */
+        {1000, 10, 32, 64, 1.0f, 3200, 32, 1568, 0},
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        swin_preprocess_params p = {.style = SWIN_PRE_TIMM, .interp = SWIN_INTERP_BICUBIC, .height = CASES[c].oh,
+                                    .width = CASES[c].ow, .crop_pct = CASES[c].crop_pct};
+        int rw, rh, x0, y0;
+        swin_status st = swin_preprocess_plan(&p, CASES[c].w, CASES[c].h, &rw, &rh, &x0, &y0);
+        CHECK(st == SWIN_OK && rw == CASES[c].rw && rh == CASES[c].rh && x0 == CASES[c].x0 && y0 == CASES[c].y0,
+              "%dx%d to %dx%d crop %.3f: got %dx%d at (%d,%d), timm %dx%d at (%d,%d)", CASES[c].w, CASES[c].h,
+              CASES[c].oh, CASES[c].ow, CASES[c].crop_pct, rw, rh, x0, y0, CASES[c].rw, CASES[c].rh, CASES[c].x0,
+              CASES[c].y0);
+        CHECK(swin_preprocess_floats(&p) == (size_t)3 * CASES[c].oh * CASES[c].ow, "floats of %dx%d",
+              CASES[c].oh, CASES[c].ow);
+        p.style = SWIN_PRE_HF;
+        st = swin_preprocess_plan(&p, CASES[c].w, CASES[c].h, &rw, &rh, &x0, &y0);
+        CHECK(st == SWIN_OK && rw == CASES[c].ow && rh == CASES[c].oh && x0 == 0 && y0 == 0,
+              "hf %dx%d to %dx%d: got %dx%d at (%d,%d)", CASES[c].w, CASES[c].h, CASES[c].oh, CASES[c].ow, rw, rh,
+              x0, y0);
+    }
+    /* a square config keeps size (and the shorter-side resize, bit for bit), a non-square one height/width */
+    swin_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.img_h = cfg.img_w = 224;
+    swin_preprocess_params sq = swin_preprocess_params_from_config(&cfg);
+    cfg.img_w = 160;
+    swin_preprocess_params re = swin_preprocess_params_from_config(&cfg);
+    CHECK(sq.size == 224 && sq.height == 0 && sq.width == 0 && re.height == 224 && re.width == 160 &&
+          swin_preprocess_height(&re) == 224 && swin_preprocess_width(&re) == 160,
+          "params from config: square size %d (%dx%d), rect %dx%d", sq.size, sq.height, sq.width, re.height,
+          re.width);
+}
+
 /* ---- preprocessing values vs timm / transformers */
 static int parse_params(const char *meta, swin_preprocess_params *p) {
     char interp[16];
@@ -387,6 +426,7 @@ int main(int argc, char **argv) {
         test_bad_images(dir);
     }
     test_plan();
+    test_plan_rect();
     test_extensions();
     free(g_file);
     return tu_finish("test_preprocess");

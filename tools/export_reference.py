@@ -12,12 +12,14 @@ position embeddings: nothing is left at 0 or 1), and writes tests/data/ref_<case
   config.json + model.safetensors   the checkpoint in its hub layout (timm: timm's own
                                     save_config_for_hf() format with model_args; HF: save_pretrained)
   preprocessor_config.json          HF cases only, as on the hub
-  reference.safetensors             input   F32 [B,3,S,S]  random normal, B = 2
+  reference.safetensors             input   F32 [B,3,H,W]  random normal, B = 2
                                     logits  F32 [B,classes] computed in float64 from the stored
                                             (possibly bf16/f16-rounded) weights
-                                    stageK  F32 [B,H,W,C] output of stage K (after its blocks)
+                                    stageK  F32 [B,H,W,C] output of stage K (after its blocks;
+                                            tools/swin_ref.py records them)
                                     __metadata__: library versions, case description
   ref_timm_v1_w12/perturbed_{rel,top1}.safetensors   broken references (tests/cli_verify.sh)
+  ref_<case>/reference_<H>x<W>.safetensors   the stored model run at another input size (RESIZED)
 Every sample's top-1 logit beats the runner-up by >= 5% of max|logit| (the input is re-drawn
 otherwise), so top-1 agreement is meaningful at bf16. Runs on CPU in float64 with fixed seeds, so
 it gives the same files on any machine with the same library versions.
@@ -37,6 +39,8 @@ import timm
 import transformers
 from transformers import (SwinConfig, SwinForImageClassification, Swinv2Config,
                           Swinv2ForImageClassification, ViTImageProcessor)
+
+from swin_ref import StageRecorder, stage_modules, timm_add_abs_pos
 
 BATCH = 2
 MARGIN = 0.05
@@ -90,7 +94,64 @@ CASES = [
          args=dict(image_size=64, patch_size=4, window_size=8, embed_dim=32, depths=[2, 2],
                    num_heads=[1, 2], mlp_ratio=4.0, num_labels=10, pretrained_window_sizes=[6, 4]),
          desc="transformers Swinv2 stored in F16, pretrained_window_sizes [6, 4]"),
+    # ---- non-square inputs, grids that are not multiples of the window, odd grids. Each library
+    # is its own checkpoints' reference (README "Input sizes"). timm 1.0.29 builds the blocks of a
+    # stage after an odd merge for floor(h/2) (1.0.31: ceil) and V2's static shift mask without
+    # the padding, so the timm cases keep to geometry where both versions build the same model.
+    dict(name="timm_v1_rect", kind="timm", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=[32, 64], patch_size=4, window_size=4, embed_dim=8, depths=[2, 2, 1],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V1, 32x64 input, window 4: grids 8x16 (shift 2,2), 4x8 (window 4x4, shift "
+              "0 along H, 2 along W), 2x4 (window clamped to 2x4 per dimension, no shift)"),
+    dict(name="timm_v2_rect", kind="timm", arch="swinv2_tiny_window8_256",
+         args=dict(img_size=[32, 64], patch_size=4, window_size=4, embed_dim=8, depths=[2, 2, 1],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_classes=10, pretrained_window_sizes=[0, 3, 0]),
+         desc="timm Swin V2, 32x64, window 4: shift (0, 2) at 4x8, 2x4 windows (cpb coordinates of "
+              "a non-square window) at 2x4; pretrained_window_sizes [0, 3, 0]"),
+    dict(name="timm_v1_pad", kind="timm", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=64, patch_size=4, window_size=7, embed_dim=8, depths=[2, 2, 1],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V1, 64 with window 7 (256 / window 7 scaled down): grids 16 and 8 padded "
+              "to 21 and 14 after the roll (shift 3), 4 clamps the window"),
+    dict(name="timm_v1_odd", kind="timm", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=[44, 60], patch_size=4, window_size=3, embed_dim=8, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V1, 44x60, window 3: grid 11x15 padded to 12x15 (shift 1), the odd grid "
+              "merged (zero padded) to 6x8, padded to 6x9"),
+    dict(name="timm_v2_pad", kind="timm", arch="swinv2_tiny_window8_256",
+         args=dict(img_size=[60, 68], patch_size=4, window_size=7, embed_dim=8, depths=[1, 1],
+                   num_heads=[1, 2], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V2, 60x68, window 7: grid 15x17 padded to 21x21, odd merge to 8x9 padded "
+              "to 14x14 (one block per stage: timm 1.0.29 cannot shift a padded V2 grid)"),
+    dict(name="hf_v1_rect", kind="hf1",
+         args=dict(image_size=[48, 80], patch_size=4, window_size=3, embed_dim=8, depths=[2, 2, 1],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_labels=10),
+         desc="transformers Swin, 48x80, window 3: grids 12x20 and 6x10 padded to 12x21 and 6x12 "
+              "before the roll (shift 1), 3x5 (min side == window: no shift) padded to 3x6"),
+    dict(name="hf_v1_odd", kind="hf1",
+         args=dict(image_size=[50, 78], patch_size=4, window_size=3, embed_dim=8, depths=[2, 2, 2],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_labels=10),
+         desc="transformers Swin, 50x78 (the image padded to 52x80 for the patches), window 3: "
+              "grids 13x20, 7x10, 4x5 (odd merges), all padded and shifted"),
+    dict(name="hf_v2_rect", kind="hf2",
+         args=dict(image_size=[36, 64], patch_size=4, window_size=4, embed_dim=8, depths=[2, 2, 1],
+                   num_heads=[1, 2, 2], mlp_ratio=2.0, num_labels=10),
+         desc="transformers Swinv2, 36x64, window 4: grid 9x16 padded to 12x16 before the roll "
+              "(shift 2); the odd merge gives 5x8, whose window comes from the constructor's height "
+              "9 // 2 = 4 (no shift), padded to 8x8; 3x4 takes a square 2x2 window from 9 // 4 = 2"),
+    dict(name="hf_v2_pad", kind="hf2",
+         args=dict(image_size=[66, 50], patch_size=4, window_size=7, embed_dim=8, depths=[2, 2],
+                   num_heads=[1, 2], mlp_ratio=2.0, num_labels=10, pretrained_window_sizes=[5, 0]),
+         desc="transformers Swinv2, 66x50 (patch grid 17x13 after padding the image; windows from "
+              "the constructor's 16x12), window 7: 17x13 padded to 21x14, odd merge to 9x7 padded "
+              "to 14x7, shift 3 everywhere; pretrained_window_sizes [5, 0]"),
 ]
+
+
+def img_hw(args):
+    """(H, W) of a case's img_size / image_size: an int or [H, W]."""
+    s = args.get("img_size", args.get("image_size"))
+    return (s, s) if isinstance(s, int) else (int(s[0]), int(s[1]))
 
 
 # ---- perturbation: every parameter gets a non-trivial random value
@@ -147,25 +208,12 @@ def build_timm(case):
     args = dict(case["args"])
     ape = args.pop("ape", False)
     model = timm.create_model(case["arch"], pretrained=False, **args)
-    S = args["img_size"]
-    model.pretrained_cfg = {**model.pretrained_cfg, "input_size": (3, S, S),
+    H, W = img_hw(args)
+    model.pretrained_cfg = {**model.pretrained_cfg, "input_size": (3, H, W),
                             "num_classes": args["num_classes"]}
-    pos = None
-    if ape:  # timm >= 0.9 dropped ape; the old layout case adds the parameter by hand
-        L = (S // args["patch_size"]) ** 2
-        pos = torch.nn.Parameter(torch.zeros(1, L, args["embed_dim"]))
-        model.register_parameter("absolute_pos_embed", pos)
-
-    def forward(x):
-        if pos is None:
-            return model(x)
-        h = model.patch_embed(x)                          # [B, H, W, C] after patch norm
-        h = h + model.absolute_pos_embed.reshape(h.shape[1:]).unsqueeze(0)
-        h = model.norm(model.layers(h))
-        return model.forward_head(h)
-
-    stages = [layer.blocks[-1] for layer in model.layers]
-    return model, forward, stages
+    # timm >= 0.9 dropped ape; the old layout case adds the parameter by hand
+    forward = timm_add_abs_pos(model) if ape else model
+    return model, forward, stage_modules(model)
 
 
 def build_hf(case):
@@ -174,13 +222,11 @@ def build_hf(case):
     cfg.id2label = {i: f"class_{chr(ord('a') + i)}" for i in range(cfg.num_labels)}
     cfg.label2id = {v: k for k, v in cfg.id2label.items()}
     model = (Swinv2ForImageClassification if v2 else SwinForImageClassification)(cfg)
-    base = model.swinv2 if v2 else model.swin
 
     def forward(x):
         return model(pixel_values=x).logits
 
-    stages = [layer.blocks[-1] for layer in base.encoder.layers]
-    return model, forward, stages
+    return model, forward, stage_modules(model)
 
 
 # ---- saving in the hub layouts
@@ -220,9 +266,25 @@ def save_hf(case, model, d, td):
         model.config.save_pretrained(d)
     else:
         copy.deepcopy(model).to(td).save_pretrained(d)  # .to() would round buffers too
-    S = case["args"]["image_size"]
-    ViTImageProcessor(size={"height": S, "width": S}, resample=3, image_mean=list(IMNET_MEAN),
+    H, W = img_hw(case["args"])
+    ViTImageProcessor(size={"height": H, "width": W}, resample=3, image_mean=list(IMNET_MEAN),
                       image_std=list(IMNET_STD)).save_pretrained(d)
+
+
+def draw_input(forward, stage_mods, H, W, gen, what):
+    """A random input whose float64 logits have a clear top-1 for every sample (drawn in float32, as
+    stored, so the logits belong to the stored input); the logits and stageK [B, H, W, C] outputs
+    of that last forward, the smallest top-1 gap and the number of draws."""
+    with StageRecorder(stage_mods) as rec:
+        for attempt in range(200):
+            x = torch.randn(BATCH, 3, H, W, generator=gen, dtype=torch.float32).double()
+            with torch.no_grad():
+                logits = forward(x)
+            top = logits.topk(2, dim=1).values
+            gap = (top[:, 0] - top[:, 1]) / logits.abs().amax(dim=1)
+            if bool((gap >= MARGIN).all()):
+                return x, logits, rec.tensors(), float(gap.min()), attempt + 1
+    raise RuntimeError(f"{what}: no input with a top-1 margin of {MARGIN} in 200 draws")
 
 
 # ---- one case
@@ -241,31 +303,9 @@ def run_case(case, out_dir, quiet=False):
     (save_hf if case["kind"].startswith("hf") else save_timm)(case, model, d, td)
 
     model = model.double()
-    feats = {}
-    hooks = [m.register_forward_hook(
-        lambda mod, inp, out, k=k: feats.__setitem__(k, out[0] if isinstance(out, tuple) else out))
-        for k, m in enumerate(stage_mods)]
-    S = case["args"].get("img_size", case["args"].get("image_size"))
-    for attempt in range(200):
-        # drawn in float32, as stored, so the float64 logits belong to the stored input
-        x = torch.randn(BATCH, 3, S, S, generator=gen, dtype=torch.float32).double()
-        with torch.no_grad():
-            logits = forward(x)
-        top = logits.topk(2, dim=1).values
-        gap = (top[:, 0] - top[:, 1]) / logits.abs().amax(dim=1)
-        if bool((gap >= MARGIN).all()):
-            break
-    else:
-        raise RuntimeError(f"{case['name']}: no input with a top-1 margin of {MARGIN} in 200 draws")
-    for h in hooks:
-        h.remove()
-
-    tensors = {"input": x.float().contiguous(), "logits": logits.float().contiguous()}
-    for k, f in feats.items():
-        if f.dim() == 3:  # HF blocks return [B, L, C]
-            side = int(round(math.sqrt(f.shape[1])))
-            f = f.reshape(f.shape[0], side, side, f.shape[2])
-        tensors[f"stage{k}"] = f.float().contiguous()
+    H, W = img_hw(case["args"])
+    x, logits, stages, gap, tries = draw_input(forward, stage_mods, H, W, gen, case["name"])
+    tensors = {"input": x.float().contiguous(), "logits": logits.float().contiguous(), **stages}
     meta = {"case": case["name"], "description": case["desc"], "seed": str(seed),
             "weights_dtype": case.get("dtype") or "f32", "torch": torch.__version__,
             "timm": timm.__version__, "transformers": transformers.__version__,
@@ -276,8 +316,8 @@ def run_case(case, out_dir, quiet=False):
     nparam = sum(p.numel() for p in model.parameters())
     size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     return dict(name=case["name"], params=nparam, bytes=size, classes=logits.shape[1],
-                res=[int(f.shape[1]) for f in tensors_stage(tensors)], gap=float(gap.min()),
-                maxlogit=float(logits.abs().max()), tries=attempt + 1)
+                res=[int(f.shape[1]) for f in tensors_stage(tensors)], gap=gap,
+                maxlogit=float(logits.abs().max()), tries=tries)
 
 
 def write_negatives(out_dir, name="timm_v1_w12"):
@@ -300,6 +340,41 @@ def write_negatives(out_dir, name="timm_v1_w12"):
                      os.path.join(d, fname + ".safetensors"), metadata={**meta, "description": what})
 
 
+# ---- stored models run at another input size (`swin ... --img-size HxW`): (case, (H, W)). The
+# sizes keep every V1 window (so the tables keep their shapes) and, for timm V2, every padded grid
+# unshifted (timm 1.0.29 cannot shift one).
+RESIZED = [("timm_v1_w7", (56, 84)), ("timm_v2_w8", (32, 64)), ("hf_v2_w8", (48, 80))]
+
+
+def write_resized(out_dir, name, hw):
+    """reference_<H>x<W>.safetensors next to case `name`'s reference: its stored weights run at an
+    H x W input as timm.create_model(arch, img_size=(H, W)) + load_state_dict, or transformers'
+    from_pretrained(dir, image_size=[H, W]), build the model (windows, shifts and padding of the new
+    grids; the tensors keep their shapes). tests/cli_verify.sh checks `swin verify --img-size HxW`."""
+    case = next(c for c in CASES if c["name"] == name)
+    d = os.path.join(out_dir, "ref_" + name)
+    H, W = hw
+    if case["kind"].startswith("hf"):
+        cls = Swinv2ForImageClassification if case["kind"] == "hf2" else SwinForImageClassification
+        model = cls.from_pretrained(d, image_size=[H, W])
+
+        def forward(x):
+            return model(pixel_values=x).logits
+    else:
+        model = timm.create_model(case["arch"], pretrained=False, **{**case["args"], "img_size": [H, W]})
+        model.load_state_dict(st.load_file(os.path.join(d, "model.safetensors")))
+        forward = model
+    model = model.double().eval()
+    seed = 2000 + [c["name"] for c in CASES].index(name)
+    gen = torch.Generator().manual_seed(seed)
+    x, logits, stages, _, _ = draw_input(forward, stage_modules(model), H, W, gen, f"{name} at {H}x{W}")
+    tensors = {"input": x.float().contiguous(), "logits": logits.float().contiguous(), **stages}
+    meta = {"case": name, "description": f"the stored model of {name} run at {H}x{W}", "seed": str(seed),
+            "torch": torch.__version__, "timm": timm.__version__, "transformers": transformers.__version__,
+            "compute": "float64 on CPU, stored as F32", "generator": "tools/export_reference.py"}
+    st.save_file(tensors, os.path.join(d, f"reference_{H}x{W}.safetensors"), metadata=meta)
+
+
 def tensors_stage(t):
     return [t[k] for k in sorted(t) if k.startswith("stage")]
 
@@ -312,7 +387,12 @@ def compare(ref_dir, names):
             if names and c["name"] not in names:
                 continue
             run_case(c, tmp)
-            for f in ("model.safetensors", "reference.safetensors"):
+            files = ["model.safetensors", "reference.safetensors"]
+            for name, (H, W) in RESIZED:
+                if name == c["name"]:
+                    write_resized(tmp, name, (H, W))
+                    files.append(f"reference_{H}x{W}.safetensors")
+            for f in files:
                 a = st.load_file(os.path.join(tmp, "ref_" + c["name"], f))
                 b = st.load_file(os.path.join(ref_dir, "ref_" + c["name"], f))
                 if set(a) != set(b):
@@ -341,6 +421,9 @@ def main():
     rows = [run_case(c, a.out) for c in CASES if not a.case or c["name"] in a.case]
     if not a.case or "timm_v1_w12" in a.case:
         write_negatives(a.out)
+    for name, hw in RESIZED:
+        if not a.case or name in a.case:
+            write_resized(a.out, name, hw)
     print(f"torch {torch.__version__}, timm {timm.__version__}, transformers {transformers.__version__}")
     print(f"{'case':18s} {'params':>8s} {'KiB':>6s} {'cls':>4s} {'stage res':12s} "
           f"{'min gap':>8s} {'max|logit|':>10s} draws")

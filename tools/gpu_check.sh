@@ -16,7 +16,9 @@
 #      over test_gpu_attention and test_gpu_preprocess, memcheck over test_gpu_pipeline, with
 #      SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
-#      relative error, top-1 and PASS/FAIL as `swin verify` prints them; ctest totals;
+#      relative error, top-1 and PASS/FAIL as `swin verify` prints them ("unsupported on GPU" for
+#      a fixture whose geometry the CUDA engine refuses at session creation: not a failure);
+#      ctest totals;
 #      sanitizer error counts; GPU and driver.
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
@@ -136,10 +138,12 @@ for dir in "${fixtures[@]}"; do
     last=$(grep -v '^[[:space:]]*$' "$work/v" | tail -n1)
     verdict=FAIL
     [ $rc = 0 ] && [[ $last == PASS* ]] && verdict=PASS
-    [ $verdict = PASS ] || failed+=("verify $fx $label")
+    # a geometry the CUDA engine refuses by design (session creation, exit 2): reported, not failed
+    [ $rc = 2 ] && grep -q 'is not supported on the GPU yet' "$work/v" && verdict=UNSUPPORTED
+    [ $verdict = FAIL ] && failed+=("verify $fx $label")
     printf '%s|%s|%s|%s|%s|%s|%s\n' "$fx" "$label" "$(field 'max abs error' "$work/v")" \
       "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
-      "$verdict" "${last:0:60}" >>"$work/verify.tsv"
+      "$verdict" "${last:0:120}" >>"$work/verify.tsv"
   done
 done
 
@@ -200,11 +204,13 @@ step "summary"
   printf '%-24s %-16s %-12s %-12s %-7s %s\n' fixture precision "max abs err" "rel err" top-1 result
   while IFS='|' read -r fx label mae rel top verdict last; do
     printf '%-24s %-16s %-12s %-12s %-7s %s\n' "$fx" "$label" "${mae:--}" "${rel:--}" \
-      "${top:--}" "$verdict$([ "$verdict" = FAIL ] && echo ": $last")"
+      "${top:--}" "$( [ "$verdict" = UNSUPPORTED ] && echo "unsupported on GPU" || echo "$verdict")$(
+        [ "$verdict" = FAIL ] && echo ": $last")"
   done <"$work/verify.tsv"
   nv=$(wc -l <"$work/verify.tsv")
   np=$(grep -c '|PASS|' "$work/verify.tsv")
-  echo "verify: $np of $nv PASS"
+  nu=$(grep -c '|UNSUPPORTED|' "$work/verify.tsv")
+  echo "verify: $np of $nv PASS, $nu unsupported on GPU (geometry the CUDA engine refuses: README, GPU engine)"
   echo
   if [ -s "$work/ctest.tsv" ]; then
     while IFS='|' read -r name p f s t rc; do

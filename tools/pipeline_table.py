@@ -27,7 +27,7 @@ SWIN_MODES = [("exact", "swin exact (libjpeg, GPU preprocessing)"),
               ("nvjpeg", "swin nvJPEG")]
 TORCH_MODES = [("compile", "PyTorch DataLoader + torch.compile"),
                ("eager", "PyTorch DataLoader + eager")]
-STAGE_ORDER = ["read", "decode", "cpu-preprocess", "to-slot", "wait-for-decode", "gpu-decode",
+STAGE_ORDER = ["read", "decode", "cpu-preprocess", "wait-for-decode", "gpu-decode",
                "upload", "gpu-preprocess", "forward", "output", "wall"]
 
 # goals: (label, getter name, comparison, target, unit, digits)
@@ -233,7 +233,7 @@ def section_stages(doc, out):
     out.append("### Time per stage (swin `--timing`, ms)")
     out.append("")
     fb = any(t.get("nvjpeg_to_cpu") is not None for _, t in rows)
-    out.append("Read, decode, cpu-preprocess and to-slot are summed over the decoder threads; "
+    out.append("Read, decode and cpu-preprocess are summed over the decoder threads; "
                "the others are times of the pipeline's own thread, as swin reports them." +
                (" \"nvJPEG → CPU\": JPEGs that nvJPEG handed back to the CPU decoder." if fb
                 else ""))

@@ -10,6 +10,7 @@ need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)   # tests/cli_install.sh
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/stb/stb_image.h ] || need+=(libstb-dev)
 [ -f /usr/include/jpeglib.h ] || need+=(libjpeg62-turbo-dev)

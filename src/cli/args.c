@@ -29,6 +29,22 @@ int cli_parse_float(const char *s, float *out) {
     return 0;
 }
 
+int cli_parse_size(const char *s, int *h, int *w) {
+    if (!s) return 1;
+    const char *x = strchr(s, 'x');
+    if (!x) {
+        if (cli_parse_int(s, 1, 16384, h)) return 1;
+        *w = *h;
+        return 0;
+    }
+    char head[32];
+    size_t n = (size_t)(x - s);
+    if (n == 0 || n >= sizeof head) return 1;
+    memcpy(head, s, n);
+    head[n] = '\0';
+    return cli_parse_int(head, 1, 16384, h) || cli_parse_int(x + 1, 1, 16384, w);
+}
+
 int cli_parse_device(const char *s, swin_device *dev, int *index) {
     if (!s) return 1;
     if (!strcmp(s, "cpu")) { *dev = SWIN_DEVICE_CPU; *index = 0; return 0; }
@@ -55,4 +71,3 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return EXIT_USAGE;
 }
 
-const char *cli_default_model(void) { return SWIN_SOURCE_DIR "/weights/digits"; }

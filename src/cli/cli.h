@@ -24,6 +24,11 @@ static inline int cli_flag(const char *arg, const char *short_name, const char *
 
 /* "cpu", "cuda", "cuda:N" */
 int cli_parse_device(const char *s, swin_device *dev, int *index);
+/* --img-size: "S" (square) or "HxW", each 1 to 16384; 0 on success */
+int cli_parse_size(const char *s, int *h, int *w);
+#define CLI_IMG_SIZE_HELP                                                                      \
+    "      --img-size H[xW]    run the model at this input size (H x W, or H x H) instead of\n" \
+    "                          its config's, as timm.create_model(img_size=...) would\n"
 /* strict integer / float parsing; 0 on success */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_float(const char *s, float *out);
@@ -32,7 +37,8 @@ int cli_parse_float(const char *s, float *out);
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* print "swin <cmd>: <message>" and return EXIT_USAGE */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
-/* the embedded default model directory (weights/digits in the source tree) */
+/* the embedded default model directory: <bindir>/../share/swin/digits when installed, the source
+ * tree's weights/digits when run from the build directory (default_model.c) */
 const char *cli_default_model(void);
 
 #endif

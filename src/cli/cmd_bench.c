@@ -2,7 +2,7 @@
  *
  *   swin bench [--model PATH | --arch NAME] [--device cuda[:N]] [--precision P] [--batch 1,8,64]
  *              [--attention fused|unfused] [--graphs on|off] [--iters N] [--warmup N]
- *              [--breakdown] [--json]
+ *              [--breakdown] [--img-size H[xW]] [--json]
  *
  * Per batch: warm-up, then CUDA events around each forward on device-resident input; median and
  * p10/p90, img/s and achieved TFLOP/s. In the same run the other attention implementation is
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 #include "model.h"
 #ifdef SWIN_HAVE_CUDA
 #include "engine.h"
@@ -32,6 +33,7 @@ typedef struct {
     swin_precision precision;
     swin_attention attention;
     int graphs, iters, warmup, breakdown, json;
+    int img_h, img_w;   /* --img-size, 0: the config's */
     int batches[MAX_BATCHES], n_batches;
 } bench_args;
 
@@ -49,6 +51,7 @@ static void usage(FILE *f) {
             "  -n, --iters N           timed iterations per batch (default 50)\n"
             "      --warmup N          untimed iterations first (default 10)\n"
             "      --breakdown         time per stage and per op class (un-captured forward)\n"
+            CLI_IMG_SIZE_HELP
             "      --json              one JSON object on stdout\n"
             "  -h, --help              this help\n");
 }
@@ -112,7 +115,11 @@ static int parse(int argc, char **argv, bench_args *a) {
             VALUE();
             if (cli_parse_int(v, 0, 1000000, &a->warmup)) return cli_usage_error(CMD, "bad --warmup '%s'", v);
         } else if (!strcmp(f, "--breakdown")) a->breakdown = 1;
-        else if (!strcmp(f, "--json")) a->json = 1;
+        else if (!strcmp(f, "--img-size")) {
+            VALUE();
+            if (cli_parse_size(v, &a->img_h, &a->img_w))
+                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+        } else if (!strcmp(f, "--json")) a->json = 1;
         else return cli_usage_error(CMD, "unknown option '%s' (try swin bench --help)", f);
 #undef VALUE
     }
@@ -311,7 +318,7 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     int drv = 0, rt = 0;
     swin_cuda_device_info(a->device_index, gpu, sizeof gpu, &drv, &rt);
 
-    size_t n_in = (size_t)maxb * 3 * c->img_size * c->img_size;
+    size_t n_in = (size_t)maxb * 3 * c->img_h * c->img_w;
     float *input = malloc(n_in * sizeof(float)), *ms = malloc((size_t)a->iters * sizeof(float));
     bench_result *res = calloc((size_t)a->n_batches, sizeof *res);
     int rc = 0;
@@ -350,9 +357,23 @@ int cmd_bench(int argc, char **argv) {
     if (a.model) {
         swin_load_options lo = swin_load_options_default();
         lo.arch = a.arch;
+        lo.img_h = a.img_h;
+        lo.img_w = a.img_w;
         st = swin_model_load(a.model, &lo, &m);
     } else {
-        st = swin_model_random(a.arch ? a.arch : DEFAULT_ARCH, 1, &m);
+        const char *arch = a.arch ? a.arch : DEFAULT_ARCH;
+        const swin_preset *p = swin_preset_find(arch);
+        swin_config c;
+        if (p) {
+            swin_config_from_preset(p, &c);
+            if (a.img_h) {
+                c.img_h = a.img_h;
+                c.img_w = a.img_w;
+            }
+            st = swin_model_random_config(&c, 1, &m);
+        } else {
+            st = swin_model_random(arch, 1, &m);   /* reports the unknown name */
+        }
     }
     if (st != SWIN_OK) {
         fprintf(stderr, "swin bench: %s\n", swin_last_error());

@@ -36,6 +36,7 @@
 typedef struct {
     const char *model, *arch, *list, *style;
     int top, json, batch, device_index, threads, timing;
+    int img_h, img_w;   /* --img-size, 0: the config's */
     swin_preprocess_device pre_device;
     swin_decoder decoder;
     swin_device device;
@@ -64,6 +65,7 @@ static void usage(FILE *f) {
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
             "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly)\n"
             "      --timing            print the time per stage on stderr at the end\n"
+            CLI_IMG_SIZE_HELP
             "  -h, --help              this help\n"
             "Exit status: 0 all images classified, 1 some image failed, 2 usage error.\n",
             cli_default_model());
@@ -83,6 +85,11 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
         else if (!strcmp(f, "--json")) a->json = 1;
         else if (!strcmp(f, "--timing")) a->timing = 1;
+        else if (!strcmp(f, "--img-size")) {
+            VALUE();
+            if (cli_parse_size(v, &a->img_h, &a->img_w))
+                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+        }
         else if (cli_flag(f, "-t", "--threads")) {
             VALUE();
             if (cli_parse_int(v, 1, 1024, &a->threads))
@@ -314,10 +321,10 @@ static void print_timing(const swin_pipeline_stats *st) {
     fprintf(stderr,
             "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from nvJPEG "
             "to the CPU):\n"
-            "  read %.1f  decode %.1f  cpu-preprocess %.1f  to-slot %.1f\n"
+            "  read %.1f  decode %.1f  cpu-preprocess %.1f\n"
             "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f\n",
             CMD, st->threads, st->pinned ? "page-locked" : "pageable", st->cpu_fallback, st->read_ms, st->decode_ms,
-            st->cpu_preprocess_ms, st->stage_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
+            st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
             st->forward_ms, st->output_ms, st->wall_ms);
 }
 
@@ -325,6 +332,8 @@ static int classify(const classify_args *a, const path_list *paths, int inputs_f
     swin_model *model = NULL;
     swin_load_options lo = swin_load_options_default();
     lo.arch = a->arch;
+    lo.img_h = a->img_h;
+    lo.img_w = a->img_w;
     if (swin_model_load(a->model, &lo, &model) != SWIN_OK)
         return cli_usage_error(CMD, "%s", swin_last_error());
     const swin_config *cfg = swin_model_config(model);

@@ -22,6 +22,7 @@ typedef struct {
     const char *model, *arch;
     swin_device device;
     int device_index, batch, json;
+    int img_h, img_w;   /* --img-size, 0: the config's */
     swin_precision precision;
 } info_args;
 
@@ -37,6 +38,7 @@ static void usage(FILE *f) {
             "  -b, --batch N           max batch of the session plan (default 1)\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 for the session plan (default fp16 on\n"
             "                          cuda)\n"
+            CLI_IMG_SIZE_HELP
             "      --json              one JSON object on stdout\n"
             "  -h, --help              this help\n"
             "presets:\n",
@@ -70,6 +72,10 @@ static int parse(int argc, char **argv, info_args *a) {
             if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
             if (swin_precision_parse(v, &a->precision) != SWIN_OK)
                 return cli_usage_error(CMD, "%s", swin_last_error());
+        } else if (!strcmp(f, "--img-size")) {
+            if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE;
+            if (cli_parse_size(v, &a->img_h, &a->img_w))
+                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
         } else {
             return cli_usage_error(CMD, "unknown option '%s' (try swin info --help)", f);
         }
@@ -84,7 +90,9 @@ static const char *interp_str(swin_interp i) {
 }
 
 /* per-stage geometry: stage fields and block 1's shift (the shifted block), via swin_model_plan */
-typedef struct { int res, dim, depth, heads, head_dim, window, shift, hidden; } stage_info;
+typedef struct {
+    int res_h, res_w, dim, depth, heads, head_dim, win_h, win_w, shift_h, shift_w, hp, wp, hidden;
+} stage_info;
 
 static int plan_stages(const swin_config *c, stage_info *out) {
     swin_weights w;
@@ -99,36 +107,63 @@ static int plan_stages(const swin_config *c, stage_info *out) {
     if (swin_model_plan(&two, &w) != SWIN_OK) return 1;
     for (int s = 0; s < c->num_stages; s++) {
         const swin_stage_w *st = &w.stages[s];
-        out[s] = (stage_info){st->res, st->dim, c->depths[s], st->heads, st->head_dim, blocks[s][0].window,
-                              c->depths[s] > 1 ? blocks[s][1].shift : 0, st->hidden};
+        int odd = c->depths[s] > 1;
+        out[s] = (stage_info){st->res_h, st->res_w, st->dim, c->depths[s], st->heads, st->head_dim, st->win_h,
+                              st->win_w, odd ? blocks[s][1].shift_h : 0, odd ? blocks[s][1].shift_w : 0, st->hp,
+                              st->wp, st->hidden};
     }
     return 0;
 }
 
+/* "7" for a square pair, "6x8" otherwise */
+static const char *pair(char *buf, size_t size, int h, int w) {
+    if (h == w) snprintf(buf, size, "%d", h);
+    else snprintf(buf, size, "%dx%d", h, w);
+    return buf;
+}
+
 static void print_text(const swin_config *c, const stage_info *si, int64_t params, double gflops, const char *source,
                        const char *plan) {
+    int hf = c->family == SWIN_FAMILY_HF;
+    char a[32], b[32], d[32];
     printf("model       %s (%s)\n", c->arch, source);
-    printf("variant     Swin V%d, %s layout, %d stages\n", c->version, c->pre_style == SWIN_PRE_HF ? "Hugging Face" : "timm",
-           c->num_stages);
+    printf("variant     Swin V%d, %s layout, %d stages\n", c->version, hf ? "Hugging Face" : "timm", c->num_stages);
     printf("input       %d x %d x %d, patch %d, embed dim %d, mlp ratio %g, qkv bias %s, abs pos %s\n", c->in_chans,
-           c->img_size, c->img_size, c->patch_size, c->embed_dim, (double)c->mlp_ratio, c->qkv_bias ? "yes" : "no",
+           c->img_h, c->img_w, c->patch_size, c->embed_dim, (double)c->mlp_ratio, c->qkv_bias ? "yes" : "no",
            c->ape ? "yes" : "no");
     printf("classes     %d\n", c->num_classes);
     printf("stage   res   dim  depth  heads  head_dim  window  shift  mlp_hidden%s\n",
            c->version == 2 ? "  pretrained_window" : "");
     for (int s = 0; s < c->num_stages; s++) {
-        printf("%5d %5d %5d %6d %6d %9d %7d %6d %11d", s, si[s].res, si[s].dim, si[s].depth, si[s].heads, si[s].head_dim,
-               si[s].window, si[s].shift, si[s].hidden);
+        printf("%5d %5s %5d %6d %6d %9d %7s %6s %11d", s, pair(a, sizeof a, si[s].res_h, si[s].res_w), si[s].dim,
+               si[s].depth, si[s].heads, si[s].head_dim, pair(b, sizeof b, si[s].win_h, si[s].win_w),
+               pair(d, sizeof d, si[s].shift_h, si[s].shift_w), si[s].hidden);
         if (c->version == 2) printf(" %18d", c->pretrained_window_sizes[s]);
         printf("\n");
     }
+    for (int s = 0; s < c->num_stages; s++)
+        if (si[s].hp != si[s].res_h || si[s].wp != si[s].res_w)
+            printf("padding     stage %d: %dx%d tokens padded to %dx%d (%s)\n", s, si[s].res_h, si[s].res_w, si[s].hp,
+                   si[s].wp, hf ? "transformers: pad, roll, attend, roll back, crop"
+                                : "timm: roll, pad, attend, crop, roll back");
     printf("params      %.2fM (%lld)\n", (double)params / 1e6, (long long)params);
-    printf("compute     %.2f GFLOPs (%.2f GMAC) per %dx%d image\n", gflops, gflops / 2, c->img_size, c->img_size);
+    printf("compute     %.2f GFLOPs (%.2f GMAC) per %dx%d image\n", gflops, gflops / 2, c->img_h, c->img_w);
     printf("preprocess  %s, %s, crop_pct %.3f, mean [%.3f, %.3f, %.3f], std [%.3f, %.3f, %.3f]\n",
            c->pre_style == SWIN_PRE_HF ? "hf (resize to size)" : "timm (resize shorter side, center crop)",
            interp_str(c->interp), (double)c->crop_pct, (double)c->mean[0], (double)c->mean[1], (double)c->mean[2],
            (double)c->std[0], (double)c->std[1], (double)c->std[2]);
     if (plan) printf("session plan\n%s%s", plan, plan[0] && plan[strlen(plan) - 1] == '\n' ? "" : "\n");
+}
+
+/* a number for a square pair, [h, w] otherwise */
+static void add_pair(cJSON *o, const char *key, int h, int w) {
+    if (h == w) {
+        cJSON_AddNumberToObject(o, key, h);
+        return;
+    }
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(h));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(w));
 }
 
 static void print_json(const swin_config *c, const stage_info *si, int64_t params, double gflops, const char *source,
@@ -137,8 +172,10 @@ static void print_json(const swin_config *c, const stage_info *si, int64_t param
     cJSON_AddStringToObject(o, "arch", c->arch);
     cJSON_AddStringToObject(o, "source", source);
     cJSON_AddNumberToObject(o, "version", c->version);
-    cJSON_AddStringToObject(o, "layout", c->pre_style == SWIN_PRE_HF ? "hf" : "timm");
-    cJSON_AddNumberToObject(o, "img_size", c->img_size);
+    cJSON_AddStringToObject(o, "layout", c->family == SWIN_FAMILY_HF ? "hf" : "timm");
+    add_pair(o, "img_size", c->img_h, c->img_w);
+    cJSON_AddNumberToObject(o, "img_h", c->img_h);
+    cJSON_AddNumberToObject(o, "img_w", c->img_w);
     cJSON_AddNumberToObject(o, "patch_size", c->patch_size);
     cJSON_AddNumberToObject(o, "embed_dim", c->embed_dim);
     cJSON_AddNumberToObject(o, "window_size", c->window_size);
@@ -149,12 +186,13 @@ static void print_json(const swin_config *c, const stage_info *si, int64_t param
     cJSON *st = cJSON_AddArrayToObject(o, "stages");
     for (int s = 0; s < c->num_stages; s++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "res", si[s].res);
+        add_pair(e, "res", si[s].res_h, si[s].res_w);
         cJSON_AddNumberToObject(e, "dim", si[s].dim);
         cJSON_AddNumberToObject(e, "depth", si[s].depth);
         cJSON_AddNumberToObject(e, "heads", si[s].heads);
-        cJSON_AddNumberToObject(e, "window", si[s].window);
-        cJSON_AddNumberToObject(e, "shift", si[s].shift);
+        add_pair(e, "window", si[s].win_h, si[s].win_w);
+        add_pair(e, "shift", si[s].shift_h, si[s].shift_w);
+        add_pair(e, "padded", si[s].hp, si[s].wp);
         cJSON_AddNumberToObject(e, "mlp_hidden", si[s].hidden);
         if (c->version == 2) cJSON_AddNumberToObject(e, "pretrained_window", c->pretrained_window_sizes[s]);
         cJSON_AddItemToArray(st, e);
@@ -213,6 +251,8 @@ int cmd_info(int argc, char **argv) {
     if (a.model) {
         swin_load_options lo = swin_load_options_default();
         lo.arch = a.arch;
+        lo.img_h = a.img_h;
+        lo.img_w = a.img_w;
         if (swin_model_load(a.model, &lo, &m) != SWIN_OK) {
             fprintf(stderr, "swin info: %s\n", swin_last_error());
             return EXIT_USAGE;
@@ -223,6 +263,10 @@ int cmd_info(int argc, char **argv) {
         const swin_preset *p = swin_preset_find(a.arch);
         if (!p) return cli_usage_error(CMD, "unknown architecture '%s' (swin info --help lists the presets)", a.arch);
         swin_config_from_preset(p, &cfg);
+        if (a.img_h) {
+            cfg.img_h = a.img_h;
+            cfg.img_w = a.img_w;
+        }
         source = "preset, no weights loaded";
     }
     stage_info si[SWIN_MAX_STAGES];
@@ -237,7 +281,7 @@ int cmd_info(int argc, char **argv) {
     static char plan[16384];
     int have_plan = 0;
     if (a.device == SWIN_DEVICE_CUDA) {
-        if (!m && swin_model_random(a.arch, 1, &m) != SWIN_OK) {   /* weights only to size the session */
+        if (!m && swin_model_random_config(&cfg, 1, &m) != SWIN_OK) {   /* weights only to size the session */
             fprintf(stderr, "swin info: %s\n", swin_last_error());
             return EXIT_USAGE;
         }

@@ -2,7 +2,7 @@
  *
  *   swin preprocess [--model PATH] [--arch NAME] --out FILE.safetensors [--preprocess timm|hf] IMAGE...
  *
- * Writes one F32 tensor `input` [N, 3, S, S] with the images in the order given, preprocessed as
+ * Writes one F32 tensor `input` [N, 3, H, W] with the images in the order given, preprocessed as
  * the model's config says (or as --preprocess overrides). Useful to compare with timm /
  * transformers in Python, or to feed `swin verify`. Any unreadable image fails the whole
  * command (exit 1) and no file is written. Test: tests/cli_classify.sh.
@@ -20,13 +20,14 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: swin preprocess [options] --out FILE.safetensors IMAGE...\n"
-            "Write the model's input for the images as tensor 'input', F32 [N, 3, S, S].\n"
+            "Write the model's input for the images as tensor 'input', F32 [N, 3, H, W].\n"
             "  -m, --model PATH        model directory or .safetensors file whose config gives the\n"
             "                          size, interpolation, crop and mean/std (default: %s)\n"
             "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
             "  -o, --out FILE          output .safetensors file (required)\n"
             "      --preprocess STYLE  timm (resize shorter side, center crop) or hf (resize to S x S);\n"
             "                          default: the model's own\n"
+            CLI_IMG_SIZE_HELP
             "  -h, --help              this help\n",
             cli_default_model());
 }
@@ -34,7 +35,7 @@ static void usage(FILE *f) {
 int cmd_preprocess(int argc, char **argv) {
     const char *model_path = NULL, *arch = NULL, *out = NULL, *style = NULL;
     const char **images = calloc((size_t)argc, sizeof *images);
-    int n = 0, rc = EXIT_USAGE;
+    int n = 0, rc = EXIT_USAGE, img_h = 0, img_w = 0;
     if (!images) return cli_usage_error(CMD, "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -43,6 +44,14 @@ int cmd_preprocess(int argc, char **argv) {
         else if (cli_flag(f, "-a", "--arch")) { if (!(arch = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (cli_flag(f, "-o", "--out")) { if (!(out = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (!strcmp(f, "--preprocess")) { if (!(style = cli_value(CMD, argc, argv, &i))) goto done; }
+        else if (!strcmp(f, "--img-size")) {
+            const char *v = cli_value(CMD, argc, argv, &i);
+            if (!v) goto done;
+            if (cli_parse_size(v, &img_h, &img_w)) {
+                rc = cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+                goto done;
+            }
+        }
         else if (f[0] == '-' && f[1]) { rc = cli_usage_error(CMD, "unknown option '%s' (try swin preprocess --help)", f); goto done; }
         else images[n++] = f;
     }
@@ -58,6 +67,8 @@ int cmd_preprocess(int argc, char **argv) {
     swin_model *model = NULL;
     swin_load_options lo = swin_load_options_default();
     lo.arch = arch;
+    lo.img_h = img_h;
+    lo.img_w = img_w;
     if (swin_model_load(model_path, &lo, &model) != SWIN_OK) {
         rc = cli_usage_error(CMD, "%s", swin_last_error());
         goto done;
@@ -67,8 +78,9 @@ int cmd_preprocess(int argc, char **argv) {
     if (style) pp.style = st_override;
 
     size_t per = swin_preprocess_floats(&pp);
+    int oh = swin_preprocess_height(&pp), ow = swin_preprocess_width(&pp);
     float *x = malloc((size_t)n * per * sizeof *x);
-    if (!x) { rc = cli_usage_error(CMD, "out of memory for %d images of %d x %d", n, pp.size, pp.size); goto done; }
+    if (!x) { rc = cli_usage_error(CMD, "out of memory for %d images of %d x %d", n, oh, ow); goto done; }
     rc = 0;
     for (int i = 0; i < n; i++) {
         if (swin_preprocess_file(&pp, images[i], x + (size_t)i * per) != SWIN_OK) {
@@ -84,8 +96,8 @@ int cmd_preprocess(int argc, char **argv) {
         t.rank = 4;
         t.shape[0] = n;
         t.shape[1] = 3;
-        t.shape[2] = pp.size;
-        t.shape[3] = pp.size;
+        t.shape[2] = oh;
+        t.shape[3] = ow;
         t.numel = (int64_t)n * (int64_t)per;
         t.data = x;
         t.nbytes = (size_t)t.numel * sizeof(float);
@@ -93,7 +105,7 @@ int cmd_preprocess(int argc, char **argv) {
             fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
             rc = EXIT_FAILED;
         } else {
-            printf("%s: input [%d, 3, %d, %d] (%s, %s)\n", out, n, pp.size, pp.size,
+            printf("%s: input [%d, 3, %d, %d] (%s, %s)\n", out, n, oh, ow,
                    swin_preprocess_style_str(pp.style),
                    pp.interp == SWIN_INTERP_BICUBIC ? "bicubic" : pp.interp == SWIN_INTERP_BILINEAR ? "bilinear" : "nearest");
         }

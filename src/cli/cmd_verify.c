@@ -3,9 +3,18 @@
  *
  *   swin verify --model tests/data/ref_timm_v1_w7 --reference tests/data/ref_timm_v1_w7/reference.safetensors
  *
- * The reference file holds `input` F32 [B,3,S,S] (normalised pixels) and `logits` [B,classes].
- * PASS needs max|d|/max|ref| <= tolerance AND the same top-1 class for every sample.
- * Exit 0 PASS, 1 FAIL, 2 usage or bad input. Test: tests/cli_verify.sh, tests/cli_gpu_verify.sh.
+ * The reference file holds `input` F32 [B,3,S,S] (normalised pixels) and `logits` [B,classes],
+ * and optionally `stageK` [B,H,W,C] (or [B,H*W,C]): the output of stage K after its blocks
+ * (tools/export_reference.py, tools/make_reference.py). Every stage the reference holds is compared
+ * too, one line each, so that a mismatch names the first stage that diverges.
+ * PASS needs max|d|/max|ref| <= tolerance for the logits AND the same top-1 class for every
+ * sample; in fp32 every stage compared must be within the tolerance too. In tf32/fp16/bf16 the
+ * stage errors locate a divergence but do not decide: rounding errors of a 16-bit residual
+ * stream grow through the blocks (V2's post-norm residuals most) and are normalised away by the
+ * final LayerNorm, so a stage can be further from the reference than the logits. A stage over
+ * the tolerance there is marked "over", not FAIL.
+ * Exit 0 PASS, 1 FAIL, 2 usage or bad input. Test: tests/cli_verify.sh, tests/cli_verify_stages.sh,
+ * tests/cli_gpu_verify.sh.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +31,7 @@ typedef struct {
     swin_session_options so;
     float tolerance;     /* <= 0: from the precision */
     int json;
+    int img_h, img_w;    /* --img-size, 0: the config's */
 } verify_args;
 
 static float default_tolerance(swin_precision p) {
@@ -36,12 +46,15 @@ static float default_tolerance(swin_precision p) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: swin verify --model PATH --reference FILE [options]\n"
-            "Run the reference input through the model and compare with the reference logits.\n"
-            "PASS needs max|logits - ref| / max|ref| <= tolerance and the same top-1 class for every\n"
-            "sample. Exit 0 PASS, 1 FAIL, 2 bad usage or input.\n"
+            "Run the reference input through the model and compare with the reference logits, and\n"
+            "with the output of every stage the reference holds (`stageK`), one line per stage.\n"
+            "PASS needs max|out - ref| / max|ref| <= tolerance for the logits (and, in fp32, for every\n"
+            "stage) and the same top-1 class for every sample; the first stage over the tolerance is named.\n"
+            "Exit 0 PASS, 1 FAIL, 2 bad usage or input.\n"
             "  -m, --model PATH        model directory (config.json + model.safetensors) or .safetensors\n"
-            "  -r, --reference FILE    .safetensors with `input` [B,3,S,S] and `logits` [B,classes]\n"
-            "                          (tools/export_reference.py writes them)\n"
+            "  -r, --reference FILE    .safetensors with `input` [B,3,S,S], `logits` [B,classes] and\n"
+            "                          optionally `stageK` [B,H,W,C] (tools/make_reference.py makes one\n"
+            "                          for any model directory)\n"
             "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
             "  -d, --device DEV        cpu, cuda or cuda:N (default cpu)\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32; cpu: fp32 only)\n"
@@ -49,6 +62,7 @@ static void usage(FILE *f) {
             "      --graphs on|off     CUDA graphs (cuda; default on)\n"
             "  -t, --tolerance X       relative error allowed (default by precision: fp32 1e-4,\n"
             "                          tf32 5e-3, fp16 5e-3, bf16 3e-2)\n"
+            CLI_IMG_SIZE_HELP
             "      --json              one JSON object on stdout instead of the report\n"
             "  -h, --help              this help\n");
 }
@@ -85,6 +99,10 @@ static int parse(int argc, char **argv, verify_args *a) {
             VALUE();
             if (cli_parse_float(v, &a->tolerance) || !(a->tolerance > 0))
                 return cli_usage_error(CMD, "bad --tolerance '%s' (expected a number > 0, e.g. 1e-4)", v);
+        } else if (!strcmp(f, "--img-size")) {
+            VALUE();
+            if (cli_parse_size(v, &a->img_h, &a->img_w))
+                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
         } else if (!strcmp(f, "--json")) a->json = 1;
         else return cli_usage_error(CMD, "unknown option '%s' (try swin verify --help)", f);
 #undef VALUE
@@ -100,6 +118,8 @@ static int parse(int argc, char **argv, verify_args *a) {
 typedef struct {
     int B, classes;
     float *input, *logits;   /* [B,3,S,S], [B,classes]; heap */
+    float *stage[SWIN_MAX_STAGES];           /* [B,H,W,C] or NULL where the reference has none; heap */
+    int64_t stage_shape[SWIN_MAX_STAGES][4];
 } reference;
 
 /* Find `name`, check its shape against want[rank] (-1: any, taken from the file), read as fp32. */
@@ -132,9 +152,9 @@ static int read_reference(const char *path, const swin_config *c, reference *r) 
         return cli_usage_error(CMD, "%s: %s", path, msg);
     }
     char expect[256];
-    int64_t in_shape[4] = {-1, c->in_chans, c->img_size, c->img_size};
-    snprintf(expect, sizeof expect, "[B, %d, %d, %d] for this model (%s, %d px)", c->in_chans, c->img_size,
-             c->img_size, c->arch, c->img_size);
+    int64_t in_shape[4] = {-1, c->in_chans, c->img_h, c->img_w};
+    snprintf(expect, sizeof expect, "[B, %d, %d, %d] for this model (%s, %dx%d px)", c->in_chans, c->img_h,
+             c->img_w, c->arch, c->img_h, c->img_w);
     int rc = read_tensor(f, "input", 4, in_shape, expect, &r->input);
     if (!rc) {
         int64_t lg_shape[2] = {in_shape[0], c->num_classes};
@@ -145,6 +165,39 @@ static int read_reference(const char *path, const swin_config *c, reference *r) 
     if (!rc && in_shape[0] > 65536) rc = cli_usage_error(CMD, "%s: batch %lld is too large", path, (long long)in_shape[0]);
     r->B = (int)in_shape[0];
     r->classes = c->num_classes;
+    swin_st_close(f);
+    return rc;
+}
+
+/* The `stageK` tensors the reference holds, each checked against the model's stage shape
+ * [B,H,W,C] (rank 3 [B,H*W,C] is accepted too: the same memory). Stages it lacks stay NULL. */
+static int read_stages(const char *path, const swin_model *m, reference *r) {
+    const swin_config *c = swin_model_config(m);
+    swin_st *f = NULL;
+    if (swin_st_open(path, &f) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
+    int rc = 0;
+    for (int i = 0; i < swin_st_count(f) && !rc; i++) {   /* a stage this model does not have */
+        const char *name = swin_st_at(f, i)->name;
+        int k = -1, used = 0;
+        if (sscanf(name, "stage%d%n", &k, &used) == 1 && name[used] == '\0' && (k < 0 || k >= c->num_stages))
+            rc = cli_usage_error(CMD, "%s: tensor '%s', but the model has %d stages", path, name, c->num_stages);
+    }
+    for (int k = 0; k < c->num_stages && !rc; k++) {
+        char name[16], expect[160];
+        snprintf(name, sizeof name, "stage%d", k);
+        const swin_st_tensor *t = swin_st_find(f, name);
+        if (!t) continue;
+        int64_t *sh = r->stage_shape[k];
+        swin_model_stage_shape(m, k, r->B, sh);
+        snprintf(expect, sizeof expect, "[%lld, %lld, %lld, %lld] (output of stage %d for batch %d)",
+                 (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)sh[3], k, r->B);
+        int64_t want[4] = {sh[0], sh[1], sh[2], sh[3]};
+        if (t->rank == 3) {
+            want[1] = sh[1] * sh[2];
+            want[2] = sh[3];
+        }
+        rc = read_tensor(f, name, t->rank == 3 ? 3 : 4, want, expect, &r->stage[k]);
+    }
     swin_st_close(f);
     return rc;
 }
@@ -163,17 +216,27 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-static result compare(const float *out, const reference *r) {
+static size_t stage_numel(const reference *r, int k) {
+    const int64_t *sh = r->stage_shape[k];
+    return (size_t)(sh[0] * sh[1] * sh[2] * sh[3]);
+}
+
+/* max|out - ref|, max|ref| and their ratio over n values (top1_ok left 0) */
+static result diff(const float *out, const float *ref, size_t n) {
     result s = {0, 0, 0, 0, 1};
-    size_t n = (size_t)r->B * r->classes;
     for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)out[i] - r->logits[i]);
+        double d = fabs((double)out[i] - ref[i]);
         if (!isfinite(out[i])) s.finite = 0;
         if (d > s.max_abs || isnan(d)) s.max_abs = d;
-        if (fabs(r->logits[i]) > s.max_ref) s.max_ref = fabs(r->logits[i]);
+        if (fabs(ref[i]) > s.max_ref) s.max_ref = fabs(ref[i]);
     }
     if (!s.finite) s.max_abs = INFINITY;
     s.rel = s.max_ref > 0 ? s.max_abs / s.max_ref : s.max_abs;
+    return s;
+}
+
+static result compare(const float *out, const reference *r) {
+    result s = diff(out, r->logits, (size_t)r->B * r->classes);
     for (int b = 0; b < r->B; b++)
         s.top1_ok += argmax(out + (size_t)b * r->classes, r->classes) ==
                      argmax(r->logits + (size_t)b * r->classes, r->classes);
@@ -191,8 +254,62 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
+static int stage_pass(const result *s, float tol) { return s->finite && s->rel <= tol; }
+/* stages decide PASS / FAIL in fp32 only (see the top of this file) */
+static int stages_decide(const verify_args *a) { return a->so.precision == SWIN_FP32; }
+
+/* 1 when no stage compared has a NaN / Inf (fails in every precision) */
+static int stages_finite(const reference *r, const result *stg) {
+    for (int k = 0; k < SWIN_MAX_STAGES; k++)
+        if (r->stage[k] && !stg[k].finite) return 0;
+    return 1;
+}
+
+/* first stage compared and beyond tolerance, -1 when none */
+static int first_divergent(const reference *r, const result *stg, float tol) {
+    for (int k = 0; k < SWIN_MAX_STAGES; k++)
+        if (r->stage[k] && !stage_pass(&stg[k], tol)) return k;
+    return -1;
+}
+
+/* one line per stage the reference holds; JSON: the "stages" array and "first_divergent_stage" */
+static void report_stages(const verify_args *a, const reference *r, const result *stg, int first) {
+    int n = 0;
+    if (a->json) printf(", \"stages\": [");
+    for (int k = 0; k < SWIN_MAX_STAGES; k++) {
+        if (!r->stage[k]) continue;
+        const result *s = &stg[k];
+        const int64_t *sh = r->stage_shape[k];
+        int ok = stage_pass(s, a->tolerance);
+        if (a->json) {
+            printf("%s{\"stage\": %d, \"shape\": [%lld, %lld, %lld, %lld], \"max_abs_error\": %.6g, "
+                   "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"pass\": %s}", n ? ", " : "", k,
+                   (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)sh[3],
+                   s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0, ok ? "true" : "false");
+        } else {
+            char shape[64];
+            snprintf(shape, sizeof shape, "[%lld, %lld, %lld, %lld]", (long long)sh[0], (long long)sh[1],
+                     (long long)sh[2], (long long)sh[3]);
+            printf("stage %-5d %-18s max abs error %.3e  rel %.3e  (max|ref| %.4g)  %s\n", k, shape, s->max_abs,
+                   s->rel, s->max_ref,
+                   ok ? "PASS" : !s->finite ? "FAIL (non-finite)" : stages_decide(a) ? "FAIL" : "over (not decisive below fp32)");
+        }
+        n++;
+    }
+    if (a->json) {
+        printf("]");
+        if (first >= 0) printf(", \"first_divergent_stage\": %d", first);
+        else printf(", \"first_divergent_stage\": null");
+    } else if (!n) {
+        printf("stages      none in the reference (logits only)\n");
+    }
+}
+
 static void report(const verify_args *a, const swin_config *c, const reference *r, const float *out,
-                   const result *s, int pass) {
+                   const result *s, const result *stg, int pass) {
+    int first = first_divergent(r, stg, a->tolerance), last = -1;
+    for (int k = 0; k < SWIN_MAX_STAGES; k++)
+        if (r->stage[k]) last = k;
     char dev[32];
     if (a->so.device == SWIN_DEVICE_CPU) snprintf(dev, sizeof dev, "cpu");
     else snprintf(dev, sizeof dev, "cuda:%d", a->so.device_index);
@@ -203,20 +320,24 @@ static void report(const verify_args *a, const swin_config *c, const reference *
         printf(", \"reference\": ");
         json_str(a->reference);
         printf(", \"device\": \"%s\", \"precision\": \"%s\", \"batch\": %d, \"max_abs_error\": %.6g, "
-               "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"tolerance\": %.6g, \"top1_agree\": %d, "
-               "\"pass\": %s}\n",
+               "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"tolerance\": %.6g, \"top1_agree\": %d",
                dev, prec, r->B, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
-               (double)a->tolerance, s->top1_ok, pass ? "true" : "false");
+               (double)a->tolerance, s->top1_ok);
+        report_stages(a, r, stg, first);
+        printf(", \"pass\": %s}\n", pass ? "true" : "false");
         return;
     }
-    printf("model       %s (%s, Swin V%d, %d px, %d classes)\n", a->model, c->arch, c->version, c->img_size,
-           c->num_classes);
+    printf("model       %s (%s, Swin V%d, %dx%d px, %d classes)\n", a->model, c->arch, c->version, c->img_h,
+           c->img_w, c->num_classes);
     printf("reference   %s (batch %d)\n", a->reference, r->B);
     printf("device      %s, %s", dev, prec);
     if (a->so.device == SWIN_DEVICE_CUDA)
         printf(", attention %s, graphs %s", a->so.attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
                a->so.graphs ? "on" : "off");
-    printf("\nmax abs error   %.3e  (max|ref| %.4g)\n", s->max_abs, s->max_ref);
+    printf("\n");
+    report_stages(a, r, stg, first);
+    printf("logits      [%d, %d]\n", r->B, r->classes);
+    printf("max abs error   %.3e  (max|ref| %.4g)\n", s->max_abs, s->max_ref);
     printf("relative error  %.3e  (max|d| / max|ref|)\n", s->rel);
     printf("top-1 agreement %d/%d\n", s->top1_ok, r->B);
     for (int b = 0; b < r->B && s->top1_ok < r->B; b++) {
@@ -224,8 +345,14 @@ static void report(const verify_args *a, const swin_config *c, const reference *
         int want = argmax(r->logits + (size_t)b * r->classes, r->classes);
         if (got != want) printf("  sample %d: top-1 %d, reference %d\n", b, got, want);
     }
-    printf("%s rel %.1e %s %.0e, top-1 %d/%d%s\n", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">",
+    printf("%s rel %.1e %s %.0e, top-1 %d/%d%s", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">",
            (double)a->tolerance, s->top1_ok, r->B, s->finite ? "" : " (non-finite logits)");
+    if (first >= 0)
+        printf("; %s at stage %d (rel %.1e > %.0e)", stages_decide(a) || !pass ? "first divergence" : "first stage over",
+               first, stg[first].rel, (double)a->tolerance);
+    else if (!pass && last >= 0)
+        printf("; first divergence after stage %d (the last stage compared)", last);
+    printf("\n");
 }
 
 int cmd_verify(int argc, char **argv) {
@@ -236,15 +363,18 @@ int cmd_verify(int argc, char **argv) {
     swin_model *model = NULL;
     swin_session *sess = NULL;
     reference r = {0};
-    float *out = NULL;
+    float *out = NULL, *stage_out[SWIN_MAX_STAGES] = {0};
     swin_load_options lo = swin_load_options_default();
     lo.arch = a.arch;
+    lo.img_h = a.img_h;
+    lo.img_w = a.img_w;
     if (swin_model_load(a.model, &lo, &model) != SWIN_OK) {
         rc = cli_usage_error(CMD, "%s", swin_last_error());
         goto done;
     }
     const swin_config *c = swin_model_config(model);
     if ((rc = read_reference(a.reference, c, &r))) goto done;
+    if ((rc = read_stages(a.reference, model, &r))) goto done;
 
     a.so.max_batch = r.B;
     swin_status st = swin_session_create(model, &a.so, &sess);
@@ -255,19 +385,32 @@ int cmd_verify(int argc, char **argv) {
     out = malloc(sizeof(float) * (size_t)r.B * r.classes);
     if (!out) { rc = cli_usage_error(CMD, "out of memory"); goto done; }
     for (size_t i = 0; i < (size_t)r.B * r.classes; i++) out[i] = NAN;   /* poison: unwritten -> FAIL */
-    if ((st = swin_forward(sess, r.input, r.B, out)) != SWIN_OK) {
+    for (int k = 0; k < SWIN_MAX_STAGES; k++) {
+        if (!r.stage[k]) continue;
+        size_t n = stage_numel(&r, k);
+        if (!(stage_out[k] = malloc(sizeof(float) * n))) { rc = cli_usage_error(CMD, "out of memory"); goto done; }
+        for (size_t i = 0; i < n; i++) stage_out[k][i] = NAN;
+    }
+    if ((st = swin_forward_stages(sess, r.input, r.B, out, stage_out)) != SWIN_OK) {
         fprintf(stderr, "swin %s: forward failed: %s (%s)\n", CMD, swin_last_error(), swin_status_str(st));
         rc = EXIT_FAILED;
         goto done;
     }
-    result s = compare(out, &r);
-    int pass = s.finite && s.rel <= a.tolerance && s.top1_ok == r.B;
-    report(&a, c, &r, out, &s, pass);
+    result s = compare(out, &r), stg[SWIN_MAX_STAGES] = {{0}};
+    for (int k = 0; k < SWIN_MAX_STAGES; k++)
+        if (r.stage[k]) stg[k] = diff(stage_out[k], r.stage[k], stage_numel(&r, k));
+    int stages_ok = stages_finite(&r, stg) && (!stages_decide(&a) || first_divergent(&r, stg, a.tolerance) < 0);
+    int pass = s.finite && s.rel <= a.tolerance && s.top1_ok == r.B && stages_ok;
+    report(&a, c, &r, out, &s, stg, pass);
     rc = pass ? 0 : EXIT_FAILED;
 done:
     free(out);
     free(r.input);
     free(r.logits);
+    for (int k = 0; k < SWIN_MAX_STAGES; k++) {
+        free(stage_out[k]);
+        free(r.stage[k]);
+    }
     swin_session_free(sess);
     swin_model_free(model);
     return rc;

@@ -66,7 +66,7 @@ static void walk_weights(walk *k) {
     const swin_config *c = &m->cfg;
     const swin_weights *w = &m->w;
     swin_dweights *d = &k->e->w;
-    int C0 = c->embed_dim, p = c->patch_size, L0 = (c->img_size / p) * (c->img_size / p);
+    int C0 = c->embed_dim, p = c->patch_size, L0 = w->stages[0].res_h * w->stages[0].res_w;
     put_lin(k, &d->patch, &w->patch_embed, C0, 3 * p * p, "patch_embed");
     put_ln(k, &d->patch_norm, &w->patch_norm, C0, "patch_embed.norm");
     d->abs_pos = put(k, w->abs_pos, (size_t)L0 * C0, 0, "absolute_pos_embed");
@@ -82,7 +82,7 @@ static void walk_weights(walk *k) {
         for (int b = 0; b < st->depth; b++) {
             const swin_block_w *bw = &st->blocks[b];
             swin_dblock *db = &ds->blocks[b];
-            int W2 = (2 * bw->window - 1) * (2 * bw->window - 1);
+            int W2 = (2 * st->win_h - 1) * (2 * st->win_w - 1);
             put_ln(k, &db->norm1, &bw->norm1, C, "norm1");
             put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, "attn.qkv");
             put_lin(k, &db->proj, &bw->proj, C, C, "attn.proj");
@@ -100,24 +100,27 @@ static void walk_weights(walk *k) {
 
 // ---- activations: the largest use of each buffer over the forward pass
 
-typedef struct { size_t x, qkv, hid; } act_elems;
+typedef struct { size_t x, tok, qkv, hid; } act_elems;
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
 static act_elems activation_elems(const swin_model *m, int B) {
     const swin_config *c = &m->cfg;
-    act_elems a = {0, 0, 0};
+    act_elems a = {0, 0, 0, 0};
     int p = c->patch_size;
-    size_t tokens0 = (size_t)B * (c->img_size / p) * (c->img_size / p);
+    size_t tokens0 = (size_t)B * m->w.stages[0].res_h * m->w.stages[0].res_w;
     a.hid = tokens0 * 3 * p * p;   /* im2col columns */
     for (int s = 0; s < c->num_stages; s++) {
         const swin_stage_w *st = &m->w.stages[s];
-        size_t tokens = (size_t)B * st->res * st->res;
+        size_t tokens = (size_t)B * st->res_h * st->res_w;
+        size_t rows = (size_t)B * st->hp * st->wp;   /* window rows: padding tokens included */
         a.x = max_z(a.x, tokens * st->dim);
-        if (st->has_merge) a.x = max_z(a.x, tokens * 4 * m->w.stages[s - 1].dim);  /* gather */
-        a.qkv = max_z(a.qkv, tokens * 3 * st->dim);
-        a.hid = max_z(a.hid, tokens * max_z(st->hidden, st->dim));
+        if (st->has_merge) a.x = max_z(a.x, tokens * 4 * m->w.stages[s - 1].dim);  /* gather (in tok) */
+        a.tok = max_z(a.tok, rows * st->dim);                                       /* windows */
+        a.qkv = max_z(a.qkv, rows * 3 * st->dim);
+        a.hid = max_z(a.hid, max_z(tokens * st->hidden, rows * st->dim));           /* MLP; proj */
     }
+    a.tok = max_z(a.tok, a.x);
     return a;
 }
 
@@ -136,7 +139,7 @@ static size_t attention_workspace(const swin_engine *e) {
 
 swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     const swin_model *m = e->m;
-    int B = e->opt.max_batch, classes = m->cfg.num_classes, S = m->cfg.img_size;
+    int B = e->opt.max_batch, classes = m->cfg.num_classes, H = m->cfg.img_h, W = m->cfg.img_w;
     size_t esz = swin_dtype_size(e->dt), start;
     walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0};
 
@@ -154,7 +157,7 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     for (int i = 0; i < 2; i++) e->x[i] = swin_carve(base, &off, a.x * esz);
     e->region[REG_X] = off - start;
     start = off;
-    e->tok = swin_carve(base, &off, a.x * esz);
+    e->tok = swin_carve(base, &off, a.tok * esz);
     e->region[REG_TOK] = off - start;
     start = off;
     e->qkv = swin_carve(base, &off, a.qkv * esz);
@@ -182,7 +185,7 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     e->attn_ws = e->attn_ws_bytes ? swin_carve(base, &off, e->attn_ws_bytes) : NULL;
     e->region[REG_ATTN_WS] = off - start;
     start = off;
-    e->input = swin_carve(base, &off, (size_t)B * 3 * S * S * sizeof(float));
+    e->input = swin_carve(base, &off, (size_t)B * 3 * H * W * sizeof(float));
     e->logits = swin_carve(base, &off, (size_t)B * classes * sizeof(float));
     e->region[REG_IO] = off - start;
     *total = off;

@@ -31,7 +31,7 @@ typedef struct { const void *w, *b; } swin_dlin;   /* dt [N, K] and dt [N] or NU
 typedef struct {
     swin_dln norm1, norm2;
     swin_dlin qkv, proj, fc1, fc2;
-    const float *bias_table;   /* [(2W-1)^2, heads] */
+    const float *bias_table;   /* [(2Wh-1)*(2Ww-1), heads] */
     const float *attn_scale;   /* [heads] */
 } swin_dblock;
 
@@ -92,6 +92,8 @@ struct swin_engine {
 
     swin_prof *prof;            /* non-NULL only inside swin_engine_profile_forward */
     int cur_stage;              /* stage being enqueued, for the profile */
+    float *const *stage_out;    /* host fp32 [B,H,W,C] per stage; non-NULL only inside
+                                   swin_engine_forward_stages (never captured) */
 
     struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
 };

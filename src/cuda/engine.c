@@ -6,6 +6,8 @@
  *   stage s      (s > 0) merge; then blocks (V1 pre-norm, V2 res-post-norm)
  *   head         ln_pool -> linear -> logits to fp32
  * Buffers (arena.h): x[cur] is the residual stream; tok, qkv and hid are scratch.
+ * Stage outputs (swin_engine_forward_stages, for `swin verify`): an un-captured forward that copies
+ * x[cur] to the host after every stage, converted to fp32 in qkv (free between stages).
  * Test: tests/test_gpu_engine.c (against the CPU reference), tests/cli_gpu_verify.sh.
  */
 #include <stdio.h>
@@ -44,10 +46,12 @@ static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dli
 
 static swin_status patch_embed(swin_engine *e, int B) {
     const swin_config *c = &e->m->cfg;
-    int p = c->patch_size, S = c->img_size, C = c->embed_dim, L = (S / p) * (S / p), M = B * L;
+    const swin_stage_w *s0 = &e->m->w.stages[0];
+    int p = c->patch_size, C = c->embed_dim, L = s0->res_h * s0->res_w, M = B * L;
     const swin_dweights *w = &e->w;
     e->cur_stage = 0;
-    OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, S, S, p, e->dt, e->stream));
+    OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, c->img_h, c->img_w, p, s0->res_h,
+                                                     s0->res_w, e->dt, e->stream));
     OP(GEMM, "patch linear", lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
     OP(NORM, "patch norm", swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C, c->ln_eps,
                                  e->dt, e->stream));
@@ -60,14 +64,15 @@ static swin_status patch_embed(swin_engine *e, int B) {
 static swin_status merge(swin_engine *e, int s, int B, int *cur) {
     const swin_stage_w *prev = &e->m->w.stages[s - 1], *st = &e->m->w.stages[s];
     const swin_dstage *w = &e->w.st[s];
-    int res = prev->res, Cp = prev->dim, C = st->dim, M = B * (res / 2) * (res / 2);
+    int H = prev->res_h, W = prev->res_w, Cp = prev->dim, C = st->dim, M = B * st->res_h * st->res_w;
     float eps = e->m->cfg.ln_eps;
     void *x = e->x[*cur], *y = e->x[!*cur];
     if (e->m->cfg.version == 1) {
-        OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, res, Cp, eps, e->dt, e->stream));
+        OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, H, W, Cp, eps, e->dt,
+                                                             e->stream));
         OP(GEMM, "merge reduction", lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
     } else {
-        OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, res, Cp, eps, e->dt, e->stream));
+        OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, H, W, Cp, eps, e->dt, e->stream));
         OP(GEMM, "merge reduction", lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
         OP(NORM, "merge norm", swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
     }
@@ -94,31 +99,33 @@ static swin_status mlp_fc1(swin_engine *e, void *out, const void *in, const swin
     return SWIN_OK;
 }
 
-/* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x)))) */
+/* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x))))
+ * qkv, attention and proj run over the window rows (Tp: the grid padded to multiples of the
+ * window, padding tokens included), the MLP over the T image tokens. */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
-    int M = d->B * d->res * d->res, C = d->C;
+    int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
-    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
                                                                           d, e->dt, e->stream));
-    SWIN_TRY(mlp_fc1(e, e->hid, e->tok, &w->fc1, M, C, hidden));
-    OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, M, hidden, C, SWIN_ACT_NONE));
+    SWIN_TRY(mlp_fc1(e, e->hid, e->tok, &w->fc1, T, C, hidden));
+    OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, T, hidden, C, SWIN_ACT_NONE));
     return SWIN_OK;
 }
 
-/* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) */
+/* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1) */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
-    int M = d->B * d->res * d->res, C = d->C;
+    int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
-    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, M, C, 3 * C, SWIN_ACT_NONE));
+    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
-    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, M, C, C, SWIN_ACT_NONE));
+    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    SWIN_TRY(mlp_fc1(e, e->hid, x, &w->fc1, M, C, hidden));
-    OP(GEMM, "fc2", lin(e, e->tok, e->hid, &w->fc2, NULL, M, hidden, C, SWIN_ACT_NONE));
-    OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, M, C, d->eps, e->dt, e->stream));
+    SWIN_TRY(mlp_fc1(e, e->hid, x, &w->fc1, T, C, hidden));
+    OP(GEMM, "fc2", lin(e, e->tok, e->hid, &w->fc2, NULL, T, hidden, C, SWIN_ACT_NONE));
+    OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, T, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
 }
 
@@ -129,11 +136,27 @@ static swin_status head(swin_engine *e, void *x, int B) {
     const swin_stage_w *last = &m->w.stages[m->cfg.num_stages - 1];
     int C = last->dim, classes = m->cfg.num_classes;
     void *out = e->dt == SWIN_DT_F32 ? (void *)e->logits : e->logits_dt;
-    OP(NORM, "head norm+pool", swin_ln_pool_cuda(e->pooled, x, e->w.norm.w, e->w.norm.b, B, last->res * last->res, C,
+    OP(NORM, "head norm+pool", swin_ln_pool_cuda(e->pooled, x, e->w.norm.w, e->w.norm.b, B, last->res_h * last->res_w, C,
                                m->cfg.ln_eps, e->dt, e->stream));
     OP(GEMM, "head linear", lin(e, out, e->pooled, &e->w.head, NULL, B, C, classes, SWIN_ACT_NONE));
     if (e->dt != SWIN_DT_F32)
         OP(OTHER, "logits to fp32", swin_convert_cuda(e->logits, SWIN_DT_F32, e->logits_dt, e->dt, (size_t)B * classes, e->stream));
+    return SWIN_OK;
+}
+
+// ---- stage outputs (swin_forward_stages): x [B, H, W, C] to host fp32 after a stage
+
+static swin_status stage_copy(swin_engine *e, int s, int B, const void *x) {
+    float *dst = e->stage_out ? e->stage_out[s] : NULL;
+    if (!dst) return SWIN_OK;
+    const swin_stage_w *st = &e->m->w.stages[s];
+    size_t n = (size_t)B * st->res_h * st->res_w * st->dim;
+    const void *src = x;
+    if (e->dt != SWIN_DT_F32) {   /* qkv [T, 3C] in dt is free between stages and holds T*C fp32 */
+        SWIN_TRY(swin_convert_cuda(e->qkv, SWIN_DT_F32, x, e->dt, n, e->stream));
+        src = e->qkv;
+    }
+    SWIN_CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, e->stream));
     return SWIN_OK;
 }
 
@@ -153,6 +176,7 @@ swin_status swin_engine_enqueue_direct(swin_engine *e, int B) {
             if (m->cfg.version == 1) SWIN_TRY(block_v1(e, e->x[cur], w, &d, st->hidden));
             else SWIN_TRY(block_v2(e, e->x[cur], w, &d, st->hidden));
         }
+        SWIN_TRY(stage_copy(e, s, B, e->x[cur]));
     }
     return head(e, e->x[cur], B);
 }
@@ -225,6 +249,20 @@ static swin_status pick_device(int index) {
     return SWIN_OK;
 }
 
+// ---- what the kernels run: any grid, window, shift and padding of either library (window.cu,
+// attention.cu, patch.cu: odd merges, images padded to the patch), windows up to 32 a side
+
+static int gpu_geometry(const swin_model *m, char *why, size_t size) {
+    for (int s = 0; s < m->cfg.num_stages; s++) {
+        const swin_stage_w *st = &m->w.stages[s];
+        if (st->win_h > 32 || st->win_w > 32) {
+            snprintf(why, size, "stage %d has %dx%d windows (at most 32 a side)", s, st->win_h, st->win_w);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 // ---- create / free
 
 static swin_status setup(swin_engine *e) {
@@ -258,6 +296,10 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown attention implementation %d", (int)o->attention);
     if (o->max_batch < 1) return swin_fail(SWIN_ERR_ARGUMENT, "max batch %d must be at least 1", o->max_batch);
     SWIN_TRY(pick_device(o->device_index));
+    char why[256];
+    if (!gpu_geometry(m, why, sizeof why))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %s is not supported on the GPU yet (use --device cpu)",
+                         m->cfg.arch, why);
     const char *sync = getenv("SWIN_CUDA_SYNC");
     if (sync && *sync && strcmp(sync, "0") != 0) swin_cuda_debug_sync = 1;
 
@@ -296,16 +338,36 @@ void swin_engine_free(swin_engine *e) {
 
 // ---- forward from and to the host
 
-swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits) {
-    if (!e || !input || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_forward: NULL argument");
+/* check the batch, then copy host input [B,3,H,W] into the device input (enqueued on the stream) */
+static swin_status upload_input(swin_engine *e, const float *input, int B) {
     if (B < 1 || B > e->opt.max_batch)
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
                          B, e->opt.max_batch);
     const swin_config *c = &e->m->cfg;
-    size_t in_bytes = (size_t)B * 3 * c->img_size * c->img_size * sizeof(float);
+    size_t in_bytes = (size_t)B * 3 * c->img_h * c->img_w * sizeof(float);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     SWIN_CUDA_TRY(cudaMemcpyAsync(e->input, input, in_bytes, cudaMemcpyHostToDevice, e->stream));
+    return SWIN_OK;
+}
+
+swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float *logits) {
+    if (!e || !input || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_forward: NULL argument");
+    SWIN_TRY(upload_input(e, input, B));
     return swin_engine_forward_device(e, B, logits, NULL);
+}
+
+swin_status swin_engine_forward_stages(swin_engine *e, const float *input, int B, float *const *stage_out) {
+    if (!e || !input) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_forward_stages: NULL argument");
+    SWIN_TRY(upload_input(e, input, B));
+    e->stage_out = stage_out;   /* un-captured: the copies go to this call's host buffers */
+    swin_status st = swin_engine_enqueue_direct(e, B);
+    e->stage_out = NULL;
+    cudaError_t ce = cudaStreamSynchronize(e->stream);
+    if (st != SWIN_OK) return st;
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "forward of batch %d with stage outputs on cuda:%d failed: %s "
+                         "(SWIN_CUDA_SYNC=1 names the op)", B, e->dev, cudaGetErrorString(ce));
+    return SWIN_OK;
 }
 
 swin_status swin_engine_forward_device(swin_engine *e, int B, float *logits, cudaEvent_t done) {

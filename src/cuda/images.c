@@ -89,6 +89,9 @@ static swin_status check_call(const swin_engine *e, const swin_preprocess_params
         if (!(p->std[c] != 0.0f) || !isfinite(p->std[c]) || !isfinite(p->mean[c]))
             return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: bad mean/std for channel %d (%g, %g)", c, p->mean[c],
                              p->std[c]);
+    if (swin_preprocess_height(p) != swin_preprocess_width(p))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "GPU preprocessing makes square inputs only (asked for %dx%d); "
+                         "preprocess on the CPU instead", swin_preprocess_height(p), swin_preprocess_width(p));
     return SWIN_OK;
 }
 
@@ -120,7 +123,9 @@ static swin_status make_plans(const swin_preprocess_params *p, const swin_image 
         if (first[i] != i) continue;
         int w = imgs[i].width, h = imgs[i].height, rw, rh, x0, y0;
         swin_status st = swin_preprocess_plan(p, w, h, &rw, &rh, &x0, &y0);
-        if (st == SWIN_OK) st = swin_resize_plan_make(w, h, rw, rh, x0, y0, p->size, p->size, p->interp, &plans[i]);
+        if (st == SWIN_OK)
+            st = swin_resize_plan_make(w, h, rw, rh, x0, y0, swin_preprocess_width(p), swin_preprocess_height(p),
+                                       p->interp, &plans[i]);
         if (st != SWIN_OK) return swin_fail_prefix(st, "image %d (%dx%d)", i, w, h);
         *n_coef += plans[i].h.len + plans[i].v.len;
     }
@@ -217,7 +222,7 @@ static swin_status stage_and_launch(swin_engine *e, const swin_preprocess_params
     swin_pre_batch b;
     memset(&b, 0, sizeof b);
     b.n = n;
-    b.size = p->size;
+    b.size = swin_preprocess_height(p);   /* square: check_call */
     b.style = p->style;
     memcpy(b.mean, p->mean, sizeof b.mean);
     memcpy(b.std, p->std, sizeof b.std);
@@ -301,9 +306,9 @@ swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_
     if (n > e->opt.max_batch)
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)", n,
                          e->opt.max_batch);
-    if (p->size != e->m->cfg.img_size)
-        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d", p->size,
-                         p->size, e->m->cfg.img_size, e->m->cfg.img_size);
+    if (swin_preprocess_height(p) != e->m->cfg.img_h || swin_preprocess_width(p) != e->m->cfg.img_w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d",
+                         swin_preprocess_height(p), swin_preprocess_width(p), e->m->cfg.img_h, e->m->cfg.img_w);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
     swin_status st = SWIN_OK;

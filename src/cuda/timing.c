@@ -32,7 +32,7 @@ static swin_status check_batch(const swin_engine *e, int B) {
 
 swin_status swin_engine_set_input(swin_engine *e, const float *input, int B) {
     SWIN_TRY(check_batch(e, B));
-    size_t bytes = (size_t)B * 3 * e->m->cfg.img_size * e->m->cfg.img_size * sizeof(float);
+    size_t bytes = (size_t)B * 3 * e->m->cfg.img_h * e->m->cfg.img_w * sizeof(float);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     SWIN_CUDA_TRY(cudaMemcpyAsync(e->input, input, bytes, cudaMemcpyHostToDevice, e->stream));
     SWIN_CUDA_TRY(cudaStreamSynchronize(e->stream));

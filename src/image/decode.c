@@ -193,7 +193,14 @@ static int tga_truncated(const uint8_t *d, size_t n) {
 /* ---- decoding */
 
 swin_status swin_image_decode(const void *data, size_t size, const char *name, swin_image *out) {
+    int custom;
+    return swin_image_decode_into(data, size, name, NULL, NULL, out, &custom);
+}
+
+swin_status swin_image_decode_into(const void *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                                   void *ctx, swin_image *out, int *custom) {
     *out = (swin_image){0};
+    *custom = 0;
     const uint8_t *d = data;
     if (size == 0) return swin_fail(SWIN_ERR_IMAGE, "%s: empty file", name);
     if (size > SWIN_IMAGE_MAX_FILE_BYTES || size > (size_t)INT32_MAX)
@@ -204,7 +211,7 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
     int w = 0, h = 0, comp = 0;
     if (header_size(fmt, d, size, &hw, &hh) && too_large(hw, hh))
         return refuse_size(name, FORMAT_NAME[fmt], hw, hh);
-    if (fmt == FMT_JPEG) return swin_jpeg_decode(d, size, name, out);
+    if (fmt == FMT_JPEG) return swin_jpeg_decode(d, size, name, alloc, ctx, out, custom);
     if (!stbi_info_from_memory(d, (int)size, &w, &h, &comp)) {
         const char *why = stbi_failure_reason();
         if (fmt == FMT_UNKNOWN)
@@ -253,6 +260,13 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
                          name, FORMAT_NAME[fmt], w, h, w2, h2);
     }
     /* stb allocates with malloc (STBI_MALLOC is not overridden): the caller frees with free() */
+    uint8_t *mine = alloc ? alloc(ctx, (size_t)w * h * 3) : NULL;
+    if (mine) {
+        memcpy(mine, px, (size_t)w * h * 3);
+        stbi_image_free(px);
+        px = mine;
+        *custom = 1;
+    }
     out->rgb = px;
     out->width = w;
     out->height = h;

@@ -59,6 +59,13 @@ swin_status swin_image_load(const char *path, swin_image *out);
 swin_status swin_image_read_file(const char *path, uint8_t **data, size_t *size);
 /* Decode bytes already in memory; name is used in messages. */
 swin_status swin_image_decode(const void *data, size_t size, const char *name, swin_image *out);
+/* The same, with the pixels in memory of the caller's: alloc(ctx, bytes) returns it, or NULL
+ * (then malloc'd memory is used as above). *custom says which: 1 when out->rgb came from alloc
+ * (never pass it to swin_image_free), 0 when it is malloc'd. JPEGs are decoded straight into it;
+ * other formats are copied there. On failure *out is empty and *custom 0. */
+typedef void *(*swin_image_alloc_fn)(void *ctx, size_t bytes);
+swin_status swin_image_decode_into(const void *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                                   void *ctx, swin_image *out, int *custom);
 void swin_image_free(swin_image *img);
 
 /* Case-insensitive check of the file name extension against the formats above

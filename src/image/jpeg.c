@@ -105,7 +105,8 @@ static void grey_row_to_rgb(uint8_t *row, unsigned w) {
 // ---- decoding
 /* Runs with setjmp armed. d and out are not local to this function, so what is written to them
  * survives the longjmp: out takes the pixel buffer as soon as it exists (the caller frees it). */
-static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name, swin_image *out) {
+static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                       void *ctx, swin_image *out, int *custom) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     if (setjmp(d->err.jump)) {
         static const char *const WHAT[] = {"corrupt JPEG", "truncated JPEG", "unsupported JPEG",
@@ -132,7 +133,10 @@ static swin_status run(decoder *d, const uint8_t *data, size_t size, const char 
     c->scale_num = c->scale_denom = 1;
 
     size_t stride = (size_t)w * 3;
-    uint8_t *rgb = out->rgb = malloc(stride * h);
+    uint8_t *rgb = alloc ? alloc(ctx, stride * h) : NULL;
+    if (rgb) *custom = 1;
+    else rgb = malloc(stride * h);
+    out->rgb = rgb;
     if (!rgb) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%ux%u JPEG)", name, w, h);
     jpeg_start_decompress(c);
     if (c->output_width != w || c->output_height != h)
@@ -164,15 +168,21 @@ static swin_status run(decoder *d, const uint8_t *data, size_t size, const char 
     return SWIN_OK;
 }
 
-swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image *out) {
+swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                             void *ctx, swin_image *out, int *custom) {
     *out = (swin_image){0};
+    *custom = 0;
     decoder d = {0};
     d.cinfo.err = jpeg_std_error(&d.err.pub);
     d.err.pub.error_exit = on_error;
     d.err.pub.emit_message = on_message;
     d.err.pub.output_message = no_output;
-    swin_status st = run(&d, data, size, name, out);
+    swin_status st = run(&d, data, size, name, alloc, ctx, out, custom);
     jpeg_destroy_decompress(&d.cinfo);
-    if (st != SWIN_OK) swin_image_free(out);
+    if (st != SWIN_OK) {
+        if (*custom) *out = (swin_image){0}; /* the allocator's memory stays the allocator's */
+        else swin_image_free(out);
+        *custom = 0;
+    }
     return st;
 }

@@ -9,8 +9,11 @@
 #include "image.h"
 
 /* Decode a JPEG held in memory to RGB8 as Pillow's Image.open(..).convert('RGB') does (see
- * image.h). On failure *out is left empty and the status and message are set as swin_fail does. */
-swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image *out);
+ * image.h), into alloc(ctx, bytes) when alloc is given and returns memory (*custom = 1), else
+ * into malloc'd memory. On failure *out is left empty and the status and message are set as
+ * swin_fail does. */
+swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                             void *ctx, swin_image *out, int *custom);
 
 /* decode.c: SWIN_OK, or SWIN_ERR_IMAGE "<name>: <format> of WxH pixels is too large (...)" when
  * w x h is over SWIN_IMAGE_MAX_SIDE or SWIN_IMAGE_MAX_PIXELS. */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "nvjpeg.h"
+#include "nvjpeg_decode.h"
 
 /* page-locked bytes per image of a slot: a 640x480 RGB picture; larger ones keep their own
  * (pageable) buffer, which is slower to copy but just as correct */
@@ -55,7 +55,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t slot_free, batch_done;
     int next;                    /* next input index to decode */
-    double read_ms, decode_ms, pre_ms, stage_ms;   /* summed over threads, under mu */
+    double read_ms, decode_ms, pre_ms;   /* summed over threads, under mu */
 } pipe_t;
 
 static double now_ms(void) {
@@ -88,8 +88,26 @@ swin_pipeline_options swin_pipeline_options_default(void) {
 
 // ---- decoder threads
 
-static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, double *t_dec, double *t_pre,
-                       double *t_stage) {
+typedef struct {
+    pipe_t *q;
+    slot *sl;
+} slot_alloc;
+
+/* swin_image_alloc_fn: a 64-byte aligned piece of the slot's arena, NULL when it is full */
+static void *arena_alloc(void *ctx, size_t bytes) {
+    slot_alloc *a = ctx;
+    void *p = NULL;
+    pthread_mutex_lock(&a->q->mu);
+    size_t off = (a->sl->arena_used + 63) & ~(size_t)63;
+    if (off <= a->sl->arena_cap && bytes <= a->sl->arena_cap - off) {
+        a->sl->arena_used = off + bytes;
+        p = a->sl->arena + off;
+    }
+    pthread_mutex_unlock(&a->q->mu);
+    return p;
+}
+
+static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, double *t_dec, double *t_pre) {
     const char *path = q->paths[i];
     double t0 = now_ms();
     uint8_t *buf = NULL;
@@ -103,7 +121,13 @@ static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, dou
         *t_read += t1 - t0;
         return;
     }
-    if (st == SWIN_OK) st = swin_image_decode(buf, len, path, &it->img);
+    /* straight into the slot's page-locked arena when there is one and room in it */
+    slot_alloc sa = {q, sl};
+    int custom = 0;
+    if (st == SWIN_OK)
+        st = swin_image_decode_into(buf, len, path, sl->arena && !q->cpu_pre ? arena_alloc : NULL, &sa, &it->img,
+                                    &custom);
+    it->in_arena = custom;
     free(buf);
     double t2 = now_ms();
     *t_read += t1 - t0;
@@ -114,22 +138,6 @@ static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, dou
         if (st != SWIN_OK) swin_fail_prefix(st, "%s", path);
         swin_image_free(&it->img);
         *t_pre += now_ms() - t2;
-    } else if (st == SWIN_OK && sl->arena) {
-        /* move the pixels into the slot's page-locked arena when they fit */
-        size_t bytes = (size_t)it->img.width * it->img.height * 3, off = 0;
-        int fits = 0;
-        pthread_mutex_lock(&q->mu);
-        off = (sl->arena_used + 63) & ~(size_t)63;
-        if (off + bytes <= sl->arena_cap) { sl->arena_used = off + bytes; fits = 1; }
-        pthread_mutex_unlock(&q->mu);
-        if (fits) {
-            memcpy(sl->arena + off, it->img.rgb, bytes);
-            swin_image_free(&it->img);
-            it->img = (swin_image){0};
-            it->img.rgb = sl->arena + off;
-            it->in_arena = 1;
-        }
-        *t_stage += now_ms() - t2;
     }
     it->ok = st == SWIN_OK;
     if (!it->ok) snprintf(it->err, sizeof it->err, "%s", swin_last_error());
@@ -137,21 +145,20 @@ static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, dou
 
 static void *decoder(void *arg) {
     pipe_t *q = arg;
-    double t_read = 0, t_dec = 0, t_pre = 0, t_stage = 0;
+    double t_read = 0, t_dec = 0, t_pre = 0;
     pthread_mutex_lock(&q->mu);
     while (q->next < q->n) {
         int i = q->next++, k = i / q->B;
         slot *sl = &q->slots[k % q->depth];
         while (sl->batch != k) pthread_cond_wait(&q->slot_free, &q->mu);
         pthread_mutex_unlock(&q->mu);
-        decode_one(q, sl, &sl->items[i % q->B], i, &t_read, &t_dec, &t_pre, &t_stage);
+        decode_one(q, sl, &sl->items[i % q->B], i, &t_read, &t_dec, &t_pre);
         pthread_mutex_lock(&q->mu);
         if (--sl->remaining == 0) pthread_cond_broadcast(&q->batch_done);
     }
     q->read_ms += t_read;
     q->decode_ms += t_dec;
     q->pre_ms += t_pre;
-    q->stage_ms += t_stage;
     pthread_mutex_unlock(&q->mu);
     return NULL;
 }
@@ -279,11 +286,12 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
         return swin_fail(SWIN_ERR_ARGUMENT, "pipeline depth %d out of range [2, 16]", o->depth);
     if (o->threads < 0 || o->threads > 1024)
         return swin_fail(SWIN_ERR_ARGUMENT, "pipeline threads %d out of range [0, 1024]", o->threads);
-    if (p->size != cfg->img_size)
-        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d", p->size,
-                         p->size, cfg->img_size, cfg->img_size);
+    if (swin_preprocess_height(p) != cfg->img_h || swin_preprocess_width(p) != cfg->img_w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d",
+                         swin_preprocess_height(p), swin_preprocess_width(p), cfg->img_h, cfg->img_w);
     swin_preprocess_device where = o->where;
-    if (where == SWIN_PRE_DEVICE_AUTO) where = so->device == SWIN_DEVICE_CUDA ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
+    if (where == SWIN_PRE_DEVICE_AUTO)   /* GPU preprocessing makes square inputs only */
+        where = so->device == SWIN_DEVICE_CUDA && cfg->img_h == cfg->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
     if (where == SWIN_PRE_DEVICE_GPU && so->device != SWIN_DEVICE_CUDA)
         return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
     if (o->decoder == SWIN_DECODER_NVJPEG) {
@@ -377,7 +385,6 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
     stats->read_ms = q.read_ms;
     stats->decode_ms = q.decode_ms;
     stats->cpu_preprocess_ms = q.pre_ms;
-    stats->stage_ms = q.stage_ms;
 out:
     if (q.slots)
         for (int d = 0; d < q.depth; d++) {

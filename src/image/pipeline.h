@@ -10,9 +10,9 @@
  *       else           ... r->error ("<path>: truncated JPEG (...)") ...
  *   }
  *
- * How it runs: `threads` decoder threads read and decode the files (src/image/decode.c) into
- * `depth` batch slots (page-locked host memory on a CUDA session, so the copy to the GPU is
- * asynchronous); the calling thread takes the batches in order, runs swin_forward_images
+ * How it runs: `threads` decoder threads read and decode the files (src/image/decode.c) straight
+ * into `depth` batch slots (page-locked host memory on a CUDA session, so the copy to the GPU is
+ * asynchronous; an image that does not fit its slot's arena keeps its own pageable buffer); the calling thread takes the batches in order, runs swin_forward_images
  * (preprocessing on the GPU by default on a CUDA session) or, with SWIN_PRE_DEVICE_CPU, the
  * decoder threads also preprocess and the caller runs swin_forward. While the GPU works on
  * batch k, batches k+1 .. k+depth-1 are decoded. Memory is bounded by depth x batch images.
@@ -71,7 +71,7 @@ typedef struct {
     int pinned;                    /* 1 when the slots are page-locked memory */
     int cpu_fallback;              /* nvJPEG mode: JPEGs nvJPEG could not decode, tried on the CPU */
     double wall_ms;
-    double read_ms, decode_ms, cpu_preprocess_ms, stage_ms;   /* decoder threads */
+    double read_ms, decode_ms, cpu_preprocess_ms;   /* decoder threads */
     double wait_ms;                /* caller waiting for decoded batches (the GPU idles) */
     double gpu_decode_ms;          /* nvJPEG, on the calling thread */
     double upload_ms, gpu_preprocess_ms, forward_ms;          /* per swin_images_timing */

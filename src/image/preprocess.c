@@ -15,7 +15,12 @@ swin_preprocess_params swin_preprocess_params_from_config(const swin_config *cfg
     memset(&p, 0, sizeof p);
     p.style = cfg->pre_style;
     p.interp = cfg->interp;
-    p.size = cfg->img_size;
+    if (cfg->img_h == cfg->img_w) {
+        p.size = cfg->img_h;
+    } else {
+        p.height = cfg->img_h;
+        p.width = cfg->img_w;
+    }
     p.crop_pct = cfg->crop_pct;
     memcpy(p.mean, cfg->mean, sizeof p.mean);
     memcpy(p.std, cfg->std, sizeof p.std);
@@ -23,7 +28,8 @@ swin_preprocess_params swin_preprocess_params_from_config(const swin_config *cfg
 }
 
 size_t swin_preprocess_floats(const swin_preprocess_params *p) {
-    return p->size > 0 ? (size_t)3 * p->size * p->size : 0;
+    int h = swin_preprocess_height(p), w = swin_preprocess_width(p);
+    return h > 0 && w > 0 ? (size_t)3 * h * w : 0;
 }
 
 const char *swin_preprocess_device_str(swin_preprocess_device d) {
@@ -60,29 +66,17 @@ static int crop_offset(int n, int c) {
     return half_even(n - c);
 }
 
-swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, int *rw, int *rh,
-                                 int *x0, int *y0) {
-    int s = p->size;
-    if (s < 1 || s > SWIN_IMAGE_MAX_SIDE)
-        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: input size %d out of range", s);
-    if (w < 1 || h < 1) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: empty image %dx%d", w, h);
-    if (p->style == SWIN_PRE_HF) {
-        *rw = *rh = s;
-        *x0 = *y0 = 0;
-        return SWIN_OK;
-    }
-    if (p->style != SWIN_PRE_TIMM)
-        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: unknown style %d", (int)p->style);
-    /* crop_pct came from a decimal in a JSON file: recover that decimal before dividing, as
-     * Python divides by the double, not by its float rounding (224 / 0.9f != 224 / 0.9) */
+/* crop_pct came from a decimal in a JSON file: recover that decimal before dividing, as Python
+ * divides by the double, not by its float rounding (224 / 0.9f != 224 / 0.9) */
+static double crop_pct_of(const swin_preprocess_params *p) {
     double cp = p->crop_pct > 0 ? p->crop_pct : 0.875;
     char buf[32];
     snprintf(buf, sizeof buf, "%.7g", cp);
-    cp = strtod(buf, NULL);
-    double scaled = floor(s / cp);
-    if (!(scaled >= 1 && scaled <= 4 * SWIN_IMAGE_MAX_SIDE))
-        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: crop_pct %g gives a resize to %g pixels", cp,
-                         scaled);
+    return strtod(buf, NULL);
+}
+
+/* timm's shorter-side Resize(scale): the shorter side to scale, the longer int(scale * long / short) */
+static swin_status resize_shorter(int w, int h, double scaled, int *rw, int *rh) {
     int new_short = (int)scaled;
     int shorter = w <= h ? w : h, longer = w <= h ? h : w;
     double nl = (double)((long long)new_short * longer) / shorter; /* torchvision: int(s * long / short) */
@@ -90,26 +84,61 @@ swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, 
     int new_long = (int)nl;
     *rw = w <= h ? new_short : new_long;
     *rh = w <= h ? new_long : new_short;
-    *x0 = crop_offset(*rw, s);
-    *y0 = crop_offset(*rh, s);
+    return SWIN_OK;
+}
+
+/* timm's ResizeKeepRatio(scale (sh, sw), longest 0): ratio = min(h / sh, w / sw), each side
+ * round(side / ratio) with Python's half-to-even round */
+static swin_status resize_keep_ratio(int w, int h, double sh, double sw, int *rw, int *rh) {
+    double rh_ = (double)h / sh, rw_ = (double)w / sw, ratio = rh_ < rw_ ? rh_ : rw_;
+    double nh = nearbyint((double)h / ratio), nw = nearbyint((double)w / ratio);
+    if (!(nh >= 1 && nw >= 1 && nh <= 1e9 && nw <= 1e9))
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: %dx%d image is too elongated", w, h);
+    *rh = (int)nh;
+    *rw = (int)nw;
+    return SWIN_OK;
+}
+
+swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, int *rw, int *rh,
+                                 int *x0, int *y0) {
+    int oh = swin_preprocess_height(p), ow = swin_preprocess_width(p);
+    if (oh < 1 || oh > SWIN_IMAGE_MAX_SIDE || ow < 1 || ow > SWIN_IMAGE_MAX_SIDE)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: input size %dx%d out of range", oh, ow);
+    if (w < 1 || h < 1) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: empty image %dx%d", w, h);
+    if (p->style == SWIN_PRE_HF) {
+        *rw = ow;
+        *rh = oh;
+        *x0 = *y0 = 0;
+        return SWIN_OK;
+    }
+    if (p->style != SWIN_PRE_TIMM)
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: unknown style %d", (int)p->style);
+    double cp = crop_pct_of(p);
+    double sh = floor(oh / cp), sw = floor(ow / cp);
+    if (!(sh >= 1 && sh <= 4 * SWIN_IMAGE_MAX_SIDE && sw >= 1 && sw <= 4 * SWIN_IMAGE_MAX_SIDE))
+        return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: crop_pct %g gives a resize to %gx%g pixels", cp, sh, sw);
+    if (sh == sw) SWIN_TRY(resize_shorter(w, h, sh, rw, rh));   /* square scale: shorter side */
+    else SWIN_TRY(resize_keep_ratio(w, h, sh, sw, rw, rh));
+    *x0 = crop_offset(*rw, ow);
+    *y0 = crop_offset(*rh, oh);
     return SWIN_OK;
 }
 
 swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out) {
-    int rw, rh, x0, y0, s = p->size;
+    int rw, rh, x0, y0, oh = swin_preprocess_height(p), ow = swin_preprocess_width(p);
     if (!img || !img->rgb || !out) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: NULL image or output");
     SWIN_TRY(swin_preprocess_plan(p, img->width, img->height, &rw, &rh, &x0, &y0));
     for (int c = 0; c < 3; c++)
         if (!(p->std[c] != 0.0f) || !isfinite(p->std[c]) || !isfinite(p->mean[c]))
             return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: bad mean/std for channel %d (%g, %g)", c,
                              p->mean[c], p->std[c]);
-    uint8_t *win = malloc((size_t)s * s * 3);
+    uint8_t *win = malloc((size_t)oh * ow * 3);
     if (!win) return swin_fail(SWIN_ERR_MEMORY, "preprocess: out of memory");
     /* an image already at the resized size is used as is (torchvision and PIL skip the resize) */
-    swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, s, s,
+    swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, ow, oh,
                                              p->interp, win);
     if (st != SWIN_OK) { free(win); return st; }
-    size_t plane = (size_t)s * s;
+    size_t plane = (size_t)oh * ow;
     for (int c = 0; c < 3; c++) {
         float mean = p->mean[c], std = p->std[c];
         float *o = out + c * plane;

@@ -9,8 +9,12 @@
  *   (torchvision's rule), PIL resampling with the model's interpolation; CenterCrop(S)
  *   (offset round((size - S) / 2) with Python's half-to-even round; zero padding when the
  *   image is smaller); ToTensor (x / 255 in float32); Normalize ((x - mean) / std, float32).
- * hf (transformers 5.17 ViTImageProcessor, PIL backend, size {height: S, width: S}):
- *   PIL resize straight to S x S; rescale (float32)(x * (1/255 in double)); normalise.
+ *   An H x W input (H != W): scale (sh, sw) = (floor(H / crop_pct), floor(W / crop_pct)); when
+ *   they differ, ResizeKeepRatio: ratio = min(h / sh, w / sw), resize to (round(h / ratio),
+ *   round(w / ratio)) (Python round), then CenterCrop((H, W)). timm 1.0.31 resamples that with the
+ *   model's interpolation, as here; timm 1.0.29 used bilinear there (it did not pass it on).
+ * hf (transformers 5.17 ViTImageProcessor, PIL backend, size {height: H, width: W}):
+ *   PIL resize straight to H x W; rescale (float32)(x * (1/255 in double)); normalise.
  * Both match the reference libraries bit for bit when the decoded RGB8 image is the same
  * (tests/test_preprocess.c prints the measured differences).
  */
@@ -28,20 +32,30 @@ extern "C" {
 typedef struct {
     swin_preprocess_style style;
     swin_interp interp;
-    int size;          /* output is [3, size, size] */
+    int size;          /* output is [3, size, size] ... */
+    int height, width; /* ... or, when both are set, [3, height, width] (non-square models) */
     float crop_pct;    /* timm only; 0 means timm's default 0.875 */
     float mean[3], std[3];
 } swin_preprocess_params;
 
-swin_preprocess_params swin_preprocess_params_from_config(const swin_config *cfg);
-size_t swin_preprocess_floats(const swin_preprocess_params *p);   /* 3 * size * size */
+/* Output rows and columns of p: (height, width) when set, else (size, size). */
+static inline int swin_preprocess_height(const swin_preprocess_params *p) {
+    return p->height > 0 && p->width > 0 ? p->height : p->size;
+}
+static inline int swin_preprocess_width(const swin_preprocess_params *p) {
+    return p->height > 0 && p->width > 0 ? p->width : p->size;
+}
 
-/* The geometry for a w x h image: resize to rw x rh, then take the size x size window at
- * (x0, y0) of the resized image (x0, y0 < 0 when it is padded). */
+/* size = S for a square model (height, width 0), else height and width. */
+swin_preprocess_params swin_preprocess_params_from_config(const swin_config *cfg);
+size_t swin_preprocess_floats(const swin_preprocess_params *p);   /* 3 * height * width */
+
+/* The geometry for a w x h image: resize to rw x rh, then take the output window (width x
+ * height) at (x0, y0) of the resized image (x0, y0 < 0 when it is padded). */
 swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, int *rw, int *rh,
                                  int *x0, int *y0);
 
-/* out [3, size, size] (CHW, float32). */
+/* out [3, height, width] (CHW, float32). */
 swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out);
 swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *path, float *out);
 
@@ -54,7 +68,7 @@ swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *pa
  * SWIN_PRE_DEVICE_GPU (AUTO on a CUDA session): the RGB8 pixels are copied to the GPU and
  * resized, cropped, normalised and laid out there, bit-identical to swin_preprocess_image.
  * SWIN_PRE_DEVICE_CPU (AUTO on a CPU session): swin_preprocess_image per image on the host.
- * p->size must equal the model's img_size; 1 <= n <= the session's max batch; logits
+ * p's output size must be the model's (img_h x img_w); 1 <= n <= the session's max batch; logits
  * [n, num_classes]. timing, when not NULL, receives per-call times (CUDA events on the GPU). */
 typedef enum {
     SWIN_PRE_DEVICE_AUTO = 0,

@@ -1,4 +1,4 @@
-/* nvjpeg.h - JPEG decoding on the GPU with nvJPEG (src/cuda/nvjpeg.c). Internal.
+/* nvjpeg_decode.h - JPEG decoding on the GPU with nvJPEG (src/image/nvjpeg_decode.c). Internal.
  *
  *   swin_nvjpeg *d;
  *   swin_nvjpeg_create(0, &d);                  // cuda:0; hardware engine when the GPU has one

@@ -1,8 +1,9 @@
-/* nvjpeg.c - JPEG files to device RGB8 with nvJPEG (see nvjpeg.h).
- * Test: tests/test_gpu_nvjpeg.c (on a GPU); the benchmark (tools/bench_pipeline.sh) measures how
+/* nvjpeg_decode.c - JPEG files to device RGB8 with nvJPEG (see nvjpeg_decode.h); named so that
+ * it does not shadow the toolkit's <nvjpeg.h>. Test: tests/test_gpu_pipeline.c (on a GPU); the
+ * benchmark (tools/bench_pipeline.sh) measures how
  * far its pixels are from libjpeg's.
  */
-#include "nvjpeg.h"
+#include "nvjpeg_decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
