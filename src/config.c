@@ -149,6 +149,27 @@ static swin_status get_window(const cJSON *o, const char *key, const char *file,
     return SWIN_OK;
 }
 
+/* A field that is there must be positive: 0 is not "unknown" (a field left out is; the loader then
+ * takes it from the weights where they tell it). Run after the typed readers accepted the field. */
+static swin_status check_positive(const cJSON *o, const char *key, const char *file) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!j || cJSON_IsNull(j)) return SWIN_OK;
+    if (cJSON_IsNumber(j) && j->valuedouble < 1)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: field '%s' is %g; it must be a positive integer (or be left out)", file,
+                         key, j->valuedouble);
+    int i = 0;
+    for (const cJSON *e = cJSON_IsArray(j) ? j->child : NULL; e; e = e->next, i++)
+        if (cJSON_IsNumber(e) && e->valuedouble < 1)
+            return swin_fail(SWIN_ERR_CONFIG, "%s: field '%s' entry %d is %g; it must be a positive integer", file, key,
+                             i, e->valuedouble);
+    return SWIN_OK;
+}
+
+static swin_status check_positives(const cJSON *o, const char *const *keys, const char *file) {
+    for (int i = 0; keys[i]; i++) SWIN_TRY(check_positive(o, keys[i], file));
+    return SWIN_OK;
+}
+
 /* ---- labels */
 static swin_status set_label(swin_parsed_config *p, int i, const char *s, const char *file) {
     size_t l = strlen(s);
@@ -231,6 +252,9 @@ static swin_status parse_timm_args(const cJSON *a, const char *file, swin_config
     SWIN_TRY(get_int_list(a, "depths", file, depths, SWIN_MAX_STAGES, &n));
     SWIN_TRY(get_int_list(a, "num_heads", file, heads, SWIN_MAX_STAGES, &nh));
     if (n) { c->num_stages = n; memcpy(c->depths, depths, sizeof(int) * (size_t)n); }
+    static const char *const positive[] = {"img_size", "patch_size", "in_chans", "embed_dim", "window_size",
+                                           "depths", "num_heads", NULL};
+    SWIN_TRY(check_positives(a, positive, file));
     if (nh) {
         int want = n ? n : c->num_stages;
         if (want && nh != want)
@@ -364,6 +388,9 @@ static swin_status parse_hf(const cJSON *root, const char *file, const char *dir
     SWIN_TRY(get_bool(root, "use_absolute_embeddings", file, &c->ape));
     SWIN_TRY(get_int_list(root, "pretrained_window_sizes", file, c->pretrained_window_sizes, SWIN_MAX_STAGES, &npw));
     SWIN_TRY(get_int(root, "num_labels", file, &c->num_classes));
+    static const char *const positive[] = {"image_size", "patch_size", "num_channels", "embed_dim", "window_size",
+                                           "depths", "num_heads", NULL};
+    SWIN_TRY(check_positives(root, positive, file));
     if (n && nh && n != nh)
         return swin_fail(SWIN_ERR_CONFIG, "%s: 'depths' has %d entries but 'num_heads' has %d", file, n, nh);
     c->num_stages = n;
@@ -486,6 +513,11 @@ swin_status swin_config_finish(swin_config *c, const char *what) {
     if ((int64_t)c->embed_dim << (c->num_stages - 1) > 65536)
         return swin_fail(SWIN_ERR_CONFIG, "%s: embed_dim %d gives too many channels in the last stage", what,
                          c->embed_dim);
+    for (int s = 0; s < c->num_stages; s++)
+        if ((c->embed_dim << s) % c->num_heads[s])
+            return swin_fail(SWIN_ERR_CONFIG, "%s: num_heads[%d] %d does not divide the stage's channels: stage %d has "
+                             "%d channels, not divisible by %d heads (embed_dim %d)", what, s, c->num_heads[s], s,
+                             c->embed_dim << s, c->num_heads[s], c->embed_dim);
     return SWIN_OK;
 }
 

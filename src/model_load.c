@@ -2,7 +2,8 @@
  * or a bare .safetensors with an architecture preset, into one arena of fp32 weights.
  *
  * Steps: resolve the path; parse the config; open the checkpoint and rewrite every key to its
- * canonical name (names.c); infer what the config left out from tensor shapes; validate and plan;
+ * canonical name (names.c); infer what the config left out from tensor shapes; check what it states
+ * against them (SWIN_ERR_CONFIG: the config, the field, the tensor, both values); validate and plan;
  * copy every expected tensor with exact shape checks, F16/BF16 conversion and a NaN/Inf scan;
  * warn about unknown tensors; derive the attention tables. Nothing from the file is trusted.
  * Test: tests/test_malformed.c (every rejection, timm and HF layouts), tests/cli_malformed.sh.
@@ -131,6 +132,192 @@ static void infer(swin_config *c, const ckpt *k) {
     if (c->ape < 0) c->ape = tensor(k, "absolute_pos_embed", 0, 0) != NULL;
     t = tensor(k, "layers.%d.blocks.%d.mlp.fc1.weight", 0, 0);
     if (c->mlp_ratio == 0 && t && t->rank == 2 && c->embed_dim > 0) c->mlp_ratio = (float)t->shape[0] / (float)c->embed_dim;
+}
+
+/* ---- the config against the weights: a value the config states (or its preset gives) that a
+ * tensor's shape contradicts is SWIN_ERR_CONFIG naming the config, the field, the tensor and both
+ * values. Fields the config left out were inferred from these very shapes (infer), so they agree;
+ * shapes that say nothing about the config (a transposed qkv, say) are left to copy_tensor. */
+typedef struct {
+    const swin_config *c;
+    const ckpt *k;
+    const char *what;   /* the config file, or the --arch preset */
+    int hf;             /* the field names of transformers' config.json */
+} cfg_check;
+
+static const char *field(const cfg_check *x, const char *timm, const char *hf) { return x->hf ? hf : timm; }
+
+/* the square window a table / buffer extent is for: rows (2W-1)^2, or 0 if none */
+static int window_of_rows(int64_t rows) {
+    int64_t side = (int64_t)llround(sqrt((double)rows));
+    return side * side == rows && side % 2 == 1 ? (int)(side + 1) / 2 : 0;
+}
+
+static swin_status window_error(const cfg_check *x, int s, const swin_stage_w *st, const swin_st_tensor *t, int w) {
+    const swin_config *c = x->c;
+    char shp[128], has[64];
+    swin_st_shape_str(t, shp, sizeof shp);
+    if (w > 0) snprintf(has, sizeof has, "window %d", w);
+    else snprintf(has, sizeof has, "not a square window");
+    if (st->win_h == c->window_size && st->win_w == c->window_size)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: window_size %d contradicts %s %s (%s)", x->what, c->window_size,
+                         t->name, shp, has);
+    return swin_fail(SWIN_ERR_CONFIG, "%s: window_size %d with %s %dx%d gives stage %d %dx%d windows, which "
+                     "contradicts %s %s (%s)", x->what, c->window_size, field(x, "img_size", "image_size"),
+                     c->img_h, c->img_w, s, st->win_h, st->win_w, t->name, shp, has);
+}
+
+/* ape / qkv_bias stated false with the tensors present, or true with none (before the defaults) */
+static swin_status check_flags(const cfg_check *x) {
+    const swin_config *c = x->c;
+    char shp[128];
+    const swin_st_tensor *t = tensor(x->k, "absolute_pos_embed", 0, 0);
+    const char *ape = field(x, "ape", "use_absolute_embeddings");
+    if (c->ape == 0 && t)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: %s false contradicts %s %s (an absolute position embedding)", x->what,
+                         ape, t->name, swin_st_shape_str(t, shp, sizeof shp));
+    if (c->ape == 1 && !t)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: %s true contradicts the checkpoint: it has no absolute_pos_embed",
+                         x->what, ape);
+    const swin_st_tensor *bias = NULL;
+    for (int i = 0; i < x->k->n && !bias; i++) {
+        const char *n = x->k->keys[i].name;
+        size_t l = strlen(n);
+        if ((l > 13 && !strcmp(n + l - 13, "attn.qkv.bias")) || (l > 11 && !strcmp(n + l - 11, "attn.q.bias")))
+            bias = x->k->keys[i].t;
+    }
+    if (c->qkv_bias == 0 && bias)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: qkv_bias false contradicts %s %s", x->what, bias->name,
+                         swin_st_shape_str(bias, shp, sizeof shp));
+    if (c->qkv_bias == 1 && !bias && tensor(x->k, "layers.%d.blocks.%d.attn.proj.weight", 0, 0))
+        return swin_fail(SWIN_ERR_CONFIG, "%s: qkv_bias true contradicts the checkpoint: no block has a q/k/v bias",
+                         x->what);
+    return SWIN_OK;
+}
+
+static void int_list(const int *v, int n, char *buf, size_t size) {
+    size_t o = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && o < size; i++) o += (size_t)snprintf(buf + o, size - o, "%s%d", i ? ", " : "", v[i]);
+    if (o < size) snprintf(buf + o, size - o, "]");
+}
+
+/* blocks per stage as the checkpoint holds them vs depths */
+static swin_status check_depths(const cfg_check *x) {
+    const swin_config *c = x->c;
+    int blocks[64] = {0}, stages = 0;
+    for (int i = 0; i < x->k->n; i++) {
+        int s, b;
+        if (sscanf(x->k->keys[i].name, "layers.%d.blocks.%d.", &s, &b) == 2 && s >= 0 && s < 64 && b >= 0 &&
+            b < 1000000) {
+            if (b + 1 > blocks[s]) blocks[s] = b + 1;
+            if (s + 1 > stages) stages = s + 1;
+        }
+    }
+    if (!stages) return SWIN_OK;   /* no blocks at all: the missing tensors say it better */
+    char dl[96];
+    int_list(c->depths, c->num_stages, dl, sizeof dl);
+    if (stages > c->num_stages)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: depths %s (%d stage%s) contradicts the checkpoint's %d stages "
+                         "(it has layers.%d.blocks.*)", x->what, dl, c->num_stages, c->num_stages == 1 ? "" : "s",
+                         stages, stages - 1);
+    for (int s = 0; s < c->num_stages; s++) {
+        if (blocks[s] == c->depths[s]) continue;
+        if (!blocks[s])
+            return swin_fail(SWIN_ERR_CONFIG, "%s: depths[%d] %d contradicts the checkpoint: it has no "
+                             "layers.%d.blocks.* (%d stages)", x->what, s, c->depths[s], s, stages);
+        if (blocks[s] > c->depths[s])
+            return swin_fail(SWIN_ERR_CONFIG, "%s: depths[%d] %d contradicts the checkpoint's %d blocks in stage %d "
+                             "(it has layers.%d.blocks.%d.*)", x->what, s, c->depths[s], blocks[s], s, s,
+                             blocks[s] - 1);
+        return swin_fail(SWIN_ERR_CONFIG, "%s: depths[%d] %d contradicts the checkpoint's %d blocks in stage %d "
+                         "(it has no layers.%d.blocks.%d.*)", x->what, s, c->depths[s], blocks[s], s, s, blocks[s]);
+    }
+    return SWIN_OK;
+}
+
+/* after swin_config_finish, at the config's own input size */
+static swin_status check_config(const cfg_check *x) {
+    const swin_config *c = x->c;
+    const ckpt *k = x->k;
+    const char *what = x->what;
+    char shp[128];
+    /* patch embedding [embed_dim, in_chans, patch, patch] */
+    const swin_st_tensor *t = tensor(k, "patch_embed.proj.weight", 0, 0);
+    if (t && t->rank == 4) {
+        swin_st_shape_str(t, shp, sizeof shp);
+        if (t->shape[0] != c->embed_dim)
+            return swin_fail(SWIN_ERR_CONFIG, "%s: embed_dim %d contradicts %s %s (embed_dim %lld)", what,
+                             c->embed_dim, t->name, shp, (long long)t->shape[0]);
+        if (t->shape[1] != c->in_chans)
+            return swin_fail(SWIN_ERR_CONFIG, "%s: %s %d contradicts %s %s (%lld channels)", what,
+                             field(x, "in_chans", "num_channels"), c->in_chans, t->name, shp, (long long)t->shape[1]);
+        if (t->shape[2] != c->patch_size || t->shape[3] != c->patch_size)
+            return swin_fail(SWIN_ERR_CONFIG, "%s: patch_size %d contradicts %s %s (patch %lldx%lld)", what,
+                             c->patch_size, t->name, shp, (long long)t->shape[2], (long long)t->shape[3]);
+    }
+    /* classifier [num_classes, C_last] */
+    t = tensor(k, "head.fc.weight", 0, 0);
+    if (t && t->rank == 2 && t->shape[0] != c->num_classes)
+        return swin_fail(SWIN_ERR_CONFIG, "%s: %s %d contradicts %s %s (%lld classes)", what,
+                         field(x, "num_classes", "num_labels"), c->num_classes, t->name,
+                         swin_st_shape_str(t, shp, sizeof shp), (long long)t->shape[0]);
+    SWIN_TRY(check_depths(x));
+    /* heads: V1 relative_position_bias_table [T, heads]; V2 logit_scale [heads, 1, 1], cpb_mlp.2 [heads, 512] */
+    for (int s = 0; s < c->num_stages; s++) {
+        const swin_st_tensor *h[2] = {NULL, NULL};
+        int dim[2] = {1, 0};
+        if (c->version == 1) h[0] = tensor(k, "layers.%d.blocks.%d.attn.relative_position_bias_table", s, 0);
+        else {
+            h[0] = tensor(k, "layers.%d.blocks.%d.attn.logit_scale", s, 0);
+            h[1] = tensor(k, "layers.%d.blocks.%d.attn.cpb_mlp.2.weight", s, 0);
+            dim[0] = 0;
+        }
+        for (int i = 0; i < 2; i++)
+            if (h[i] && h[i]->rank == (c->version == 1 ? 2 : (i ? 2 : 3)) && h[i]->shape[dim[i]] != c->num_heads[s])
+                return swin_fail(SWIN_ERR_CONFIG, "%s: num_heads[%d] %d contradicts %s %s (%lld heads)", what, s,
+                                 c->num_heads[s], h[i]->name, swin_st_shape_str(h[i], shp, sizeof shp),
+                                 (long long)h[i]->shape[dim[i]]);
+    }
+    swin_weights g;
+    memset(&g, 0, sizeof g);
+    swin_status st = swin_model_plan(c, &g);
+    if (st != SWIN_OK) return swin_fail_prefix(st, "%s", what);
+    /* windows: V1 tables [(2Wh-1)(2Ww-1), heads]; buffers of either version, if the file has them:
+     * relative_position_index [Wh*Ww, Wh*Ww], relative_coords_table [1, 2Wh-1, 2Ww-1, 2] */
+    for (int s = 0; c->version == 1 && s < c->num_stages; s++) {
+        const swin_stage_w *w = &g.stages[s];
+        t = tensor(k, "layers.%d.blocks.%d.attn.relative_position_bias_table", s, 0);
+        if (t && t->rank == 2 && t->shape[0] != (int64_t)(2 * w->win_h - 1) * (2 * w->win_w - 1))
+            return window_error(x, s, w, t, window_of_rows(t->shape[0]));
+    }
+    for (int i = 0; i < swin_st_count(k->f); i++) {
+        t = swin_st_at(k->f, i);
+        int index = strstr(t->name, "relative_position_index") != NULL;
+        int coords = strstr(t->name, "relative_coords_table") != NULL;
+        const char *at = strstr(t->name, "layers.");
+        int s, b;
+        if (!(index || coords) || !at || sscanf(at, "layers.%d.blocks.%d.", &s, &b) != 2 || s < 0 ||
+            s >= c->num_stages)
+            continue;
+        const swin_stage_w *w = &g.stages[s];
+        int64_t n = (int64_t)w->win_h * w->win_w, side = (int64_t)llround(sqrt((double)t->shape[0]));
+        if (index && t->rank == 2 && (t->shape[0] != n || t->shape[1] != n))
+            return window_error(x, s, w, t, t->shape[0] == t->shape[1] && side * side == t->shape[0] ? (int)side : 0);
+        if (coords && t->rank == 4 && (t->shape[1] != 2 * w->win_h - 1 || t->shape[2] != 2 * w->win_w - 1))
+            return window_error(x, s, w, t,
+                                t->shape[1] == t->shape[2] && t->shape[1] % 2 ? (int)(t->shape[1] + 1) / 2 : 0);
+    }
+    /* absolute_pos_embed [1, L, C] or [1, H, W, C]: L the patch grid of the image size */
+    t = tensor(k, "absolute_pos_embed", 0, 0);
+    if (c->ape && t && t->rank >= 2 && t->shape[t->rank - 1] == c->embed_dim) {
+        int64_t pos = t->numel / c->embed_dim, grid = (int64_t)g.stages[0].res_h * g.stages[0].res_w;
+        if (pos != grid)
+            return swin_fail(SWIN_ERR_CONFIG, "%s: %s %dx%d (a %dx%d patch grid, %lld positions) contradicts %s %s "
+                             "(%lld positions)", what, field(x, "img_size", "image_size"), c->img_h, c->img_w,
+                             g.stages[0].res_h, g.stages[0].res_w, (long long)grid, t->name,
+                             swin_st_shape_str(t, shp, sizeof shp), (long long)pos);
+    }
+    return SWIN_OK;
 }
 
 /* ---- running at another input size (swin_load_options img_h / img_w): the config's size
@@ -280,7 +467,10 @@ static swin_status load(swin_model *m, const char *path, const swin_load_options
     if (!config[0] && k->hf_keys) pc->cfg.family = SWIN_FAMILY_HF;   /* a bare transformers checkpoint */
     const swin_preset *preset = swin_preset_find(pc->cfg.arch);
     if (!pc->cfg.num_classes && preset) pc->cfg.num_classes = preset->num_classes;   /* no head: report it missing */
+    cfg_check x = {&pc->cfg, k, what, pc->cfg.pre_style == SWIN_PRE_HF};
+    SWIN_TRY(check_flags(&x));
     SWIN_TRY(swin_config_finish(&pc->cfg, what));
+    SWIN_TRY(check_config(&x));
     SWIN_TRY(apply_img_size(&pc->cfg, o, what));
     m->cfg = pc->cfg;
     if (pc->num_labels && pc->num_labels != m->cfg.num_classes)

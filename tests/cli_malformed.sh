@@ -60,5 +60,12 @@ echo '{"model_type": "swin", "image_size": 64, "patch_size": 4, "window_size": 7
 bad "transformers Swin V1 window clamped below its table" \
     "config.json: hf-swin: stage 2 grid 4x4 clamps the window to 4, below the configured 7" --model "$tmp/cfg"
 
+# a config value that contradicts the weights (the library's cases are in test_malformed.c)
+mkdir -p "$tmp/w7" && cp "$2/tests/data/ref_timm_v1_w7/model.safetensors" "$tmp/w7/"
+sed 's/"window_size": 7/"window_size": 8/' "$2/tests/data/ref_timm_v1_w7/config.json" >"$tmp/w7/config.json"
+bad "window_size contradicts the bias table" \
+    "w7/config.json: window_size 8 contradicts layers.0.blocks.0.attn.relative_position_bias_table [169, 3] (window 7)" \
+    --model "$tmp/w7"
+
 echo "cli_malformed: $((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ] && [ $checks -gt 0 ]

@@ -4,11 +4,14 @@
  * with random weights, V1 and V2, writes it in the timm, Hugging Face and MS-original layouts
  * into a temp dir, checks each loads to the very same weights, then corrupts copies: every case
  * expects a specific status AND a message fragment naming the problem. None may crash; run it
- * under the sanitizer build too (tools/test.sh --sanitize).
+ * under the sanitizer build too (tools/test.sh --sanitize). Config values that contradict the
+ * weights (window, heads, depths, embed_dim, patch, classes, ape, qkv_bias, image size) are
+ * SWIN_ERR_CONFIG cases; every fixture in tests/data/ref_* and weights/digits must still load.
  * Run: ctest -R test_malformed, or build-dir/tests/test_malformed SRC_DIR.
  */
 #define _XOPEN_SOURCE 700
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +282,9 @@ static void test_valid(void) {
             swin_model_free(m);
         }
     }
+    swin_config ape = tiny_config(1);
+    ape.ape = 1;
+    CHECK(swin_model_random_config(&ape, 1237, &g_src[0]) == SWIN_OK, "random ape: %s", swin_last_error());
     /* a bare .safetensors with a preset's name is refused politely, with --arch loads geometry from the preset */
     swin_status st;
     swin_model *m = load("v1_timm", "model.safetensors", NULL, &st);
@@ -317,78 +323,147 @@ typedef struct {
     int op;                   /* per kind, see corrupt() */
     swin_status want;
     const char *msg;
+    int model;                /* source: M_V1 (default), M_V2, M_APE */
 } bad_case;
 
 enum { B_CUT_HALF, B_SHORT, B_LEN_BEYOND, B_BAD_JSON, B_NOT_OBJECT };
 enum { H_PAST_END, H_REVERSED, H_OVERLAP, H_BYTES, H_DTYPE, H_RANK, H_NEG, H_DROP, H_SHAPE };
-enum { T_NAN, T_INF, T_EXTRA, T_BUFFERS, T_F16, T_NO_MODEL, T_NO_CONFIG };
+enum { T_NAN, T_INF, T_EXTRA, T_BUFFERS, T_F16, T_NO_MODEL, T_NO_CONFIG, T_NONE, T_INDEX, T_COORDS, T_COORDS_OK };
+enum { M_V1 = 0, M_V2, M_APE };
+
+/* g_src[1] V1, g_src[2] V2, g_src[0] V1 with an absolute position embedding */
+static swin_model *source_of(const bad_case *c) {
+    return c->model == M_V2 ? g_src[2] : c->model == M_APE ? g_src[0] : g_src[1];
+}
+
+/* a timm config of the tiny model (swin_tinytest: no preset) with these model_args */
+#define TIMM_TINY(arch, args) "{\"architecture\": \"" arch "\", \"num_classes\": 5, \"model_args\": {" args "}}"
+#define TINY_ARGS(img, patch, win, embed, depths, heads)                                                  \
+    "\"img_size\": " img ", \"patch_size\": " patch ", \"window_size\": " win ", \"embed_dim\": " embed \
+    ", \"depths\": " depths ", \"num_heads\": " heads
 
 static const bad_case CASES[] = {
-    {"truncated file", K_BYTES, NULL, B_CUT_HALF, SWIN_ERR_FORMAT, "file truncated?"},
-    {"file shorter than 8 bytes", K_BYTES, NULL, B_SHORT, SWIN_ERR_FORMAT, "shorter than the 8-byte header length"},
-    {"header length beyond file", K_BYTES, NULL, B_LEN_BEYOND, SWIN_ERR_FORMAT, "exceeds the"},
-    {"invalid header JSON", K_BYTES, NULL, B_BAD_JSON, SWIN_ERR_FORMAT, "header is not valid JSON"},
-    {"header not an object", K_BYTES, NULL, B_NOT_OBJECT, SWIN_ERR_FORMAT, "header is not a JSON object"},
-    {"offsets out of range", K_HEADER, "norm.bias", H_PAST_END, SWIN_ERR_FORMAT, "'norm.bias' data_offsets"},
-    {"offsets reversed", K_HEADER, "norm.bias", H_REVERSED, SWIN_ERR_FORMAT, "are reversed"},
-    {"overlapping tensors", K_HEADER, "norm.bias", H_OVERLAP, SWIN_ERR_FORMAT, "overlap in the data block"},
-    {"byte size != elements x dtype", K_HEADER, "norm.bias", H_BYTES, SWIN_ERR_FORMAT, "'norm.bias' holds"},
-    {"unknown dtype", K_HEADER, "norm.bias", H_DTYPE, SWIN_ERR_FORMAT, "'norm.bias' has unknown dtype 'Q8'"},
-    {"absurd rank", K_HEADER, "norm.bias", H_RANK, SWIN_ERR_FORMAT, "'norm.bias' has rank 12, more than 8"},
-    {"negative dims", K_HEADER, "norm.bias", H_NEG, SWIN_ERR_FORMAT, "'norm.bias' has a negative"},
+    {"truncated file", K_BYTES, NULL, B_CUT_HALF, SWIN_ERR_FORMAT, "file truncated?", M_V1},
+    {"file shorter than 8 bytes", K_BYTES, NULL, B_SHORT, SWIN_ERR_FORMAT, "shorter than the 8-byte header length", M_V1},
+    {"header length beyond file", K_BYTES, NULL, B_LEN_BEYOND, SWIN_ERR_FORMAT, "exceeds the", M_V1},
+    {"invalid header JSON", K_BYTES, NULL, B_BAD_JSON, SWIN_ERR_FORMAT, "header is not valid JSON", M_V1},
+    {"header not an object", K_BYTES, NULL, B_NOT_OBJECT, SWIN_ERR_FORMAT, "header is not a JSON object", M_V1},
+    {"offsets out of range", K_HEADER, "norm.bias", H_PAST_END, SWIN_ERR_FORMAT, "'norm.bias' data_offsets", M_V1},
+    {"offsets reversed", K_HEADER, "norm.bias", H_REVERSED, SWIN_ERR_FORMAT, "are reversed", M_V1},
+    {"overlapping tensors", K_HEADER, "norm.bias", H_OVERLAP, SWIN_ERR_FORMAT, "overlap in the data block", M_V1},
+    {"byte size != elements x dtype", K_HEADER, "norm.bias", H_BYTES, SWIN_ERR_FORMAT, "'norm.bias' holds", M_V1},
+    {"unknown dtype", K_HEADER, "norm.bias", H_DTYPE, SWIN_ERR_FORMAT, "'norm.bias' has unknown dtype 'Q8'", M_V1},
+    {"absurd rank", K_HEADER, "norm.bias", H_RANK, SWIN_ERR_FORMAT, "'norm.bias' has rank 12, more than 8", M_V1},
+    {"negative dims", K_HEADER, "norm.bias", H_NEG, SWIN_ERR_FORMAT, "'norm.bias' has a negative", M_V1},
     {"missing tensor", K_HEADER, "layers.1.blocks.0.mlp.fc1.weight", H_DROP, SWIN_ERR_TENSOR,
-     "missing tensor 'layers.1.blocks.0.mlp.fc1.weight'"},
+     "missing tensor 'layers.1.blocks.0.mlp.fc1.weight'", M_V1},
     {"wrong shape", K_HEADER, "layers.0.blocks.1.attn.qkv.weight", H_SHAPE, SWIN_ERR_TENSOR,
-     "tensor 'layers.0.blocks.1.attn.qkv.weight' has shape [8, 24], expected [24, 8]"},
+     "tensor 'layers.0.blocks.1.attn.qkv.weight' has shape [8, 24], expected [24, 8]", M_V1},
     {"NaN weight", K_TENSORS, "layers.1.blocks.1.attn.proj.weight", T_NAN, SWIN_ERR_VALUE,
-     "tensor 'layers.1.blocks.1.attn.proj.weight' has a non-finite value (NaN) at index 5"},
+     "tensor 'layers.1.blocks.1.attn.proj.weight' has a non-finite value (NaN) at index 5", M_V1},
     {"Inf weight", K_TENSORS, "patch_embed.proj.bias", T_INF, SWIN_ERR_VALUE,
-     "tensor 'patch_embed.proj.bias' has a non-finite value (Inf) at index 5"},
+     "tensor 'patch_embed.proj.bias' has a non-finite value (Inf) at index 5", M_V1},
     {"config.json invalid JSON", K_CONFIG, "{\"architecture\": \"swin_tinytest\", ", 0, SWIN_ERR_CONFIG,
-     "config.json: invalid JSON"},
+     "config.json: invalid JSON", M_V1},
     {"config depths a string", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"depths\": \"two\"}}", 0,
-     SWIN_ERR_CONFIG, "config.json: field 'depths' must be an array of integers (got a string)"},
+     SWIN_ERR_CONFIG, "config.json: field 'depths' must be an array of integers (got a string)", M_V1},
     {"config embed_dim negative", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 2,"
      " \"embed_dim\": -8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_CONFIG,
-     "config.json: embed_dim -8 is out of range"},
+     "config.json: field 'embed_dim' is -8; it must be a positive integer", M_V1},
     {"config embed_dim a float", K_CONFIG, "{\"model_type\": \"swin\", \"embed_dim\": 8.5}", 0, SWIN_ERR_CONFIG,
-     "field 'embed_dim' must be an integer (got a number)"},
+     "field 'embed_dim' must be an integer (got a number)", M_V1},
     {"unknown architecture", K_CONFIG, "{\"architecture\": \"resnet50\"}", 0, SWIN_ERR_CONFIG,
-     "unknown architecture 'resnet50'"},
-    {"HF unknown model_type", K_CONFIG, "{\"model_type\": \"vit\"}", 0, SWIN_ERR_CONFIG, "model_type 'vit' is not a Swin"},
+     "unknown architecture 'resnet50'", M_V1},
+    {"HF unknown model_type", K_CONFIG, "{\"model_type\": \"vit\"}", 0, SWIN_ERR_CONFIG, "model_type 'vit' is not a Swin", M_V1},
     {"labels do not match classes", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"num_classes\": 5, \"label_names\": [\"a\", \"b\"], \"model_args\":"
      " {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 2, \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}",
-     0, SWIN_ERR_CONFIG, "2 labels for 5 classes"},
+     0, SWIN_ERR_CONFIG, "2 labels for 5 classes", M_V1},
     {"classes disagree with the head", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"num_classes\": 6, \"model_args\": {\"img_size\": 16, \"patch_size\": 2,"
-     " \"window_size\": 2, \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_TENSOR,
-     "tensor 'head.fc.weight' has shape [5, 16], expected [6, 16]"},
+     " \"window_size\": 2, \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_CONFIG,
+     "config.json: num_classes 6 contradicts head.fc.weight [5, 16] (5 classes)", M_V1},
     {"window 3 (padded grids) wants 5x5 position tables", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 3,"
-     " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_TENSOR,
-     "tensor 'layers.0.blocks.0.attn.relative_position_bias_table' has shape [9, 1], expected [25, 1]"},
+     " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2]}}", 0, SWIN_ERR_CONFIG,
+     "config.json: window_size 3 contradicts layers.0.blocks.0.attn.relative_position_bias_table [9, 1] (window 2)", M_V1},
     {"non-square patch", K_CONFIG, "{\"model_type\": \"swin\", \"patch_size\": [2, 4]}", 0, SWIN_ERR_UNSUPPORTED,
-     "field 'patch_size' is 2 x 4; swin supports square patches only"},
+     "field 'patch_size' is 2 x 4; swin supports square patches only", M_V1},
     {"transformers Swin V1 window clamped below its table", K_CONFIG,
      "{\"model_type\": \"swin\", \"image_size\": 16, \"patch_size\": 2, \"window_size\": 8, \"embed_dim\": 8,"
      " \"depths\": [2, 2], \"num_heads\": [1, 2], \"num_labels\": 5}", 0, SWIN_ERR_UNSUPPORTED,
-     "stage 1 grid 4x4 clamps the window to 4, below the configured 8"},
+     "stage 1 grid 4x4 clamps the window to 4, below the configured 8", M_V1},
     {"heads do not divide dim", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"img_size\": 16, \"patch_size\": 2, \"window_size\": 2,"
      " \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [3, 2]}}", 0, SWIN_ERR_CONFIG,
-     "stage 0 has 8 channels, not divisible by 3 heads"},
+     "config.json: num_heads[0] 3 does not divide the stage's channels: stage 0 has 8 channels, not divisible by 3 heads", M_V1},
     {"custom arch without img_size", K_CONFIG,
      "{\"architecture\": \"swin_tinytest\", \"model_args\": {\"patch_size\": 2}}", 0, SWIN_ERR_CONFIG,
-     "img_h 0 is missing"},
-    {"directory without model.safetensors", K_TENSORS, NULL, T_NO_MODEL, SWIN_ERR_IO, "has no model.safetensors"},
-    {"directory without config.json", K_TENSORS, NULL, T_NO_CONFIG, SWIN_ERR_ARGUMENT, "has no config.json"},
+     "img_h 0 is missing", M_V1},
+    {"directory without model.safetensors", K_TENSORS, NULL, T_NO_MODEL, SWIN_ERR_IO, "has no model.safetensors", M_V1},
+    {"directory without config.json", K_TENSORS, NULL, T_NO_CONFIG, SWIN_ERR_ARGUMENT, "has no config.json", M_V1},
     /* not errors: extra tensors warn, buffers are ignored silently, F16 converts */
-    {"unknown extra tensor", K_TENSORS, NULL, T_EXTRA, SWIN_OK, "ignoring unknown tensor 'foo.bar' [3]"},
-    {"buffers ignored", K_TENSORS, NULL, T_BUFFERS, SWIN_OK, ""},
-    {"F16 checkpoint", K_TENSORS, NULL, T_F16, SWIN_OK, ""},
+    {"unknown extra tensor", K_TENSORS, NULL, T_EXTRA, SWIN_OK, "ignoring unknown tensor 'foo.bar' [3]", M_V1},
+    {"buffers ignored", K_TENSORS, NULL, T_BUFFERS, SWIN_OK, "", M_V1},
+    {"F16 checkpoint", K_TENSORS, NULL, T_F16, SWIN_OK, "", M_V1},
+    /* the config against the weights (issue 10.6): SWIN_ERR_CONFIG naming the file, the field, the
+     * tensor and both values; stated 0 is not "unknown" */
+    {"window_size 0 stated", K_CONFIG,
+     "{\"model_type\": \"swin\", \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2], \"window_size\": 0}",
+     0, SWIN_ERR_CONFIG, "config.json: field 'window_size' is 0; it must be a positive integer (or be left out)", M_V1},
+    {"window_size vs the V1 table, clamped by img_size", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("4", "2", "2", "8", "[2, 2]", "[1, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: window_size 2 with img_size 4x4 gives stage 1 1x1 windows, which contradicts "
+     "layers.1.blocks.0.attn.relative_position_bias_table [9, 2] (window 2)", M_V1},
+    {"window_size vs relative_position_index", K_TENSORS, NULL, T_INDEX, SWIN_ERR_CONFIG,
+     "config.json: window_size 2 contradicts layers.0.blocks.1.attn.relative_position_index [9, 9] (window 3)", M_V1},
+    {"V2 window_size vs relative_coords_table", K_TENSORS, NULL, T_COORDS, SWIN_ERR_CONFIG,
+     "config.json: window_size 2 contradicts layers.1.blocks.0.attn.relative_coords_table [1, 5, 5, 2] (window 3)",
+     M_V2},
+    {"V2 buffers of the right window", K_TENSORS, NULL, T_COORDS_OK, SWIN_OK, "", M_V2},
+    {"num_heads vs the V1 table", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 2]", "[2, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: num_heads[0] 2 contradicts layers.0.blocks.0.attn.relative_position_bias_table [9, 1] (1 heads)", M_V1},
+    {"V2 num_heads vs logit_scale", K_CONFIG,
+     TIMM_TINY("swinv2_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 2]", "[1, 1]")), 0, SWIN_ERR_CONFIG,
+     "config.json: num_heads[1] 1 contradicts layers.1.blocks.0.attn.logit_scale [2, 1, 1] (2 heads)", M_V2},
+    {"depths: a block missing", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 3]", "[1, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: depths[1] 3 contradicts the checkpoint's 2 blocks in stage 1 (it has no layers.1.blocks.2.*)", M_V1},
+    {"depths: an extra block", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 1]", "[1, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: depths[1] 1 contradicts the checkpoint's 2 blocks in stage 1 (it has layers.1.blocks.1.*)", M_V1},
+    {"depths: an extra stage", K_CONFIG,
+     "{\"architecture\": \"swin_tinytest\", \"model_args\": {" TINY_ARGS("16", "2", "2", "8", "[2]", "[1]") "}}",
+     0, SWIN_ERR_CONFIG,
+     "config.json: depths [2] (1 stage) contradicts the checkpoint's 2 stages (it has layers.1.blocks.*)", M_V1},
+    {"embed_dim vs the patch embedding", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "16", "[2, 2]", "[1, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: embed_dim 16 contradicts patch_embed.proj.weight [8, 3, 2, 2] (embed_dim 8)", M_V1},
+    {"patch_size vs the patch embedding", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "4", "2", "8", "[2, 2]", "[1, 2]")), 0, SWIN_ERR_CONFIG,
+     "config.json: patch_size 4 contradicts patch_embed.proj.weight [8, 3, 2, 2] (patch 2x2)", M_V1},
+    {"HF num_labels vs the head", K_CONFIG,
+     "{\"model_type\": \"swin\", \"embed_dim\": 8, \"depths\": [2, 2], \"num_heads\": [1, 2], \"window_size\": 2,"
+     " \"image_size\": 16, \"patch_size\": 2, \"num_labels\": 7}", 0, SWIN_ERR_CONFIG,
+     "config.json: num_labels 7 contradicts head.fc.weight [5, 16] (5 classes)", M_V1},
+    {"qkv_bias false vs the biases", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 2]", "[1, 2]") ", \"qkv_bias\": false"), 0,
+     SWIN_ERR_CONFIG, "config.json: qkv_bias false contradicts layers.0.blocks.0.attn.qkv.bias [24]", M_V1},
+    {"ape true without absolute_pos_embed", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 2]", "[1, 2]") ", \"ape\": true"), 0,
+     SWIN_ERR_CONFIG, "config.json: ape true contradicts the checkpoint: it has no absolute_pos_embed", M_V1},
+    {"ape checkpoint loads", K_TENSORS, NULL, T_NONE, SWIN_OK, "", M_APE},
+    {"ape false vs absolute_pos_embed", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("16", "2", "2", "8", "[2, 2]", "[1, 2]") ", \"ape\": false"), 0,
+     SWIN_ERR_CONFIG, "config.json: ape false contradicts absolute_pos_embed [1, 64, 8] (an absolute position embedding)",
+     M_APE},
+    {"img_size vs absolute_pos_embed", K_CONFIG,
+     TIMM_TINY("swin_tinytest", TINY_ARGS("32", "2", "2", "8", "[2, 2]", "[1, 2]") ", \"ape\": true"), 0,
+     SWIN_ERR_CONFIG, "config.json: img_size 32x32 (a 16x16 patch grid, 256 positions) contradicts "
+     "absolute_pos_embed [1, 64, 8] (64 positions)", M_APE},
 };
 
 static uint16_t to_half(float f) {   /* exact for values representable in F16 (test data below) */
@@ -470,10 +545,11 @@ static void corrupt_bytes(const char *p, int op) {
 /* rewrite the checkpoint from the source model with a change to the tensor list */
 static void corrupt_tensors(const char *sub, const bad_case *c) {
     char p[1024];
-    tlist l = tensors_of(g_src[1], L_TIMM);
+    tlist l = tensors_of(source_of(c), L_TIMM);
     swin_st_tensor *ts = calloc((size_t)l.n + 4, sizeof *ts);
     static const float extra[3] = {1, 2, 3};
-    static const int64_t idx[16] = {0};
+    static const int64_t idx[81] = {0};
+    static const float coords[50] = {0};
     float *poison = NULL;
     uint16_t *halves = NULL;
     int n = l.n;
@@ -494,6 +570,16 @@ static void corrupt_tensors(const char *sub, const bad_case *c) {
                                    .rank = 2, .shape = {4, 4}, .data = idx};
         ts[n++] = (swin_st_tensor){.name = "layers.0.blocks.1.attn_mask", .dtype = SWIN_ST_F32, .rank = 1,
                                    .shape = {3}, .data = extra};
+    }
+    if (c->op == T_INDEX)   /* a 3x3 window's index in a model of 2x2 windows */
+        ts[n++] = (swin_st_tensor){.name = "layers.0.blocks.1.attn.relative_position_index", .dtype = SWIN_ST_I64,
+                                   .rank = 2, .shape = {9, 9}, .data = idx};
+    if (c->op == T_COORDS || c->op == T_COORDS_OK) {
+        int64_t side = c->op == T_COORDS ? 5 : 3;
+        ts[n++] = (swin_st_tensor){.name = "layers.1.blocks.0.attn.relative_coords_table", .dtype = SWIN_ST_F32,
+                                   .rank = 4, .shape = {1, side, side, 2}, .data = coords};
+        ts[n++] = (swin_st_tensor){.name = "layers.1.blocks.0.attn.relative_position_index", .dtype = SWIN_ST_I64,
+                                   .rank = 2, .shape = {4, 4}, .data = idx};
     }
     if (c->op == T_F16) {   /* values rounded to F16 first, so the expected F32 is exact */
         size_t total = 0;
@@ -537,7 +623,9 @@ static void test_corrupt(void) {
         const bad_case *c = &CASES[i];
         char sub[32], p[1024];
         snprintf(sub, sizeof sub, "bad%02zu", i);
-        write_model_dir(sub, g_src[1], L_TIMM, c->k == K_CONFIG ? c->arg : NULL);
+        swin_model *src = source_of(c);
+        if (!CHECK(src != NULL, "%s: no source model", c->what)) continue;
+        write_model_dir(sub, src, L_TIMM, c->k == K_CONFIG ? c->arg : NULL);
         path_in(p, sizeof p, sub, "model.safetensors");
         if (c->k == K_BYTES) corrupt_bytes(p, c->op);
         if (c->k == K_HEADER) corrupt_header(p, c);
@@ -561,11 +649,43 @@ static void test_corrupt(void) {
     }
 }
 
+/* ---- the config checks pass on every real fixture: tests/data/ref_* and weights/digits */
+static void test_fixtures(const char *src) {
+    char dir[1024], p[1300];
+    snprintf(dir, sizeof dir, "%s/tests/data", src);
+    DIR *d = opendir(dir);
+    if (!CHECK(d != NULL, "cannot open %s", dir)) return;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "ref_", 4)) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        swin_load_options o = swin_load_options_default();
+        o.warn = on_warn;
+        g_warns = 0;
+        swin_model *m = NULL;
+        CHECK(swin_model_load(p, &o, &m) == SWIN_OK && g_warns == 0, "fixture %s: %s (warning: %s)", e->d_name,
+              swin_last_error(), g_warns ? g_warn : "none");
+        swin_model_free(m);
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 19, "expected at least 19 fixtures tests/data/ref_*, found %d", n);
+    snprintf(p, sizeof p, "%s/weights/digits/model.safetensors", src);
+    struct stat sb;
+    if (stat(p, &sb) == 0) {
+        snprintf(p, sizeof p, "%s/weights/digits", src);
+        swin_model *m = NULL;
+        CHECK(swin_model_load(p, NULL, &m) == SWIN_OK, "weights/digits: %s", swin_last_error());
+        swin_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
-    (void)argc; (void)argv;
     if (tu_tmpdir(g_dir, sizeof g_dir, "swin_malformed")) return 1;
     test_valid();
     test_corrupt();
+    test_fixtures(argc > 1 ? argv[1] : ".");
+    swin_model_free(g_src[0]);
     swin_model_free(g_src[1]);
     swin_model_free(g_src[2]);
     tu_rmtree(g_dir);
