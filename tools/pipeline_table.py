@@ -250,15 +250,24 @@ def section_stages(doc, out):
     out.append("")
 
 
-def section_parity(doc, out, errs):
-    par = doc.get("parity")
-    if par is None:
-        return
-    out.append("### Preprocessing parity")
+def section_start(doc, out, errs, key, title, what):
+    """The heading of a section and its data, or None (after a 'Not measured' line when the step
+    failed, nothing at all when it did not run)."""
+    item = doc.get(key)
+    if item is None:
+        return None
+    out.append(title)
     out.append("")
-    if not ok(par):
-        out.append(f"Not measured: {errs.ref('parity: ' + par.get('error', '?'))}")
+    if not ok(item):
+        out.append(f"Not measured: {errs.ref(what + ': ' + item.get('error', '?'))}")
         out.append("")
+        return None
+    return item
+
+
+def section_parity(doc, out, errs):
+    par = section_start(doc, out, errs, "parity", "### Preprocessing parity", "parity")
+    if par is None:
         return
     out.append(f"`swin preprocess` on the {par.get('photos', '?')} distinct photos against the "
                "Python pipelines it reproduces; a difference in 8-bit levels is "
@@ -287,14 +296,8 @@ def section_parity(doc, out, errs):
 
 
 def section_agreement(doc, out, errs):
-    ag = doc.get("agreement")
+    ag = section_start(doc, out, errs, "agreement", "### Top-1 agreement", "agreement")
     if ag is None:
-        return
-    out.append("### Top-1 agreement")
-    out.append("")
-    if not ok(ag):
-        out.append(f"Not measured: {errs.ref('agreement: ' + ag.get('error', '?'))}")
-        out.append("")
         return
     thr = ag.get("margin_threshold", 1e-3)
     text = "Fraction of files with the same top-1 class."
@@ -334,14 +337,8 @@ def section_agreement(doc, out, errs):
 
 
 def section_one_thread(doc, out, errs):
-    ot = doc.get("one_thread")
+    ot = section_start(doc, out, errs, "one_thread", "### One CPU thread: decode + preprocess", "one thread")
     if ot is None:
-        return
-    out.append("### One CPU thread: decode + preprocess")
-    out.append("")
-    if not ok(ot):
-        out.append(f"Not measured: {errs.ref('one thread: ' + ot.get('error', '?'))}")
-        out.append("")
         return
     s, p = ot.get("swin") or {}, ot.get("pillow_numpy") or {}
     copies = ot["files"] // max(1, g(doc, "files", "distinct_photos") or 1)
