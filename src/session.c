@@ -193,12 +193,8 @@ swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params
     if (!on_device) return swin_forward_images(s, p, imgs, n, SWIN_PRE_DEVICE_AUTO, logits, timing);
     if (!s || !p || !imgs || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images_on: NULL argument");
 #ifdef SWIN_HAVE_CUDA
-    if (s->engine) {
-        if (n < 1 || n > s->opt.max_batch)
-            return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)", n,
-                             s->opt.max_batch);
+    if (s->engine) /* the engine checks the batch against its max batch */
         return swin_engine_forward_images_on(s->engine, p, imgs, on_device, n, logits, timing);
-    }
 #endif
     return swin_fail(SWIN_ERR_ARGUMENT, "images in device memory need a CUDA session (this one runs on the CPU)");
 }
