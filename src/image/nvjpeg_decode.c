@@ -146,6 +146,28 @@ static int jpeg_complete(const uint8_t *p, size_t n) {
     return 0;
 }
 
+/* 1 when a 3-component JPEG is coded as YCbCr, as nvJPEG assumes; 0 for RGB-coded files, which
+ * libjpeg recognises by an Adobe marker with transform 0 or by component ids 'R', 'G', 'B'
+ * (nvJPEG would convert them as YCbCr: wrong colours, so they go to the CPU decoder). */
+static int jpeg_is_ycc(const uint8_t *p, size_t n) {
+    size_t i = 2;
+    while (i + 4 <= n) {
+        if (p[i] != 0xFF) return 1;
+        uint8_t m = p[i + 1];
+        if (m == 0xFF) { i++; continue; }
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
+        size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
+        if (m == 0xDA || m == 0xD9 || i + 2 + seg > n) return 1;
+        const uint8_t *d = p + i + 4;
+        if (m == 0xEE && seg >= 14 && !memcmp(d, "Adobe", 5) && d[11] == 0) return 0;
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC && seg >= 17 && d[5] == 3 &&
+            d[6] == 'R' && d[9] == 'G' && d[12] == 'B')
+            return 0;
+        i += 2 + seg;
+    }
+    return 1;
+}
+
 static swin_status grow(swin_nvjpeg *d, size_t bytes, int n) {
     if (bytes > d->cap) {
         if (d->buf) cudaFree(d->buf);
@@ -196,6 +218,8 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const
         } else if (w[0] < 1 || h[0] < 1 || w[0] > SWIN_IMAGE_MAX_SIDE || h[0] > SWIN_IMAGE_MAX_SIDE ||
                    (long long)w[0] * h[0] > SWIN_IMAGE_MAX_PIXELS) {
             snprintf(o->err, sizeof o->err, "%s: JPEG of %dx%d pixels is too large or empty", names[i], w[0], h[0]);
+        } else if (nc == 3 && !jpeg_is_ycc(data[i], len[i])) {
+            snprintf(o->err, sizeof o->err, "%s: RGB-coded JPEG (no YCbCr), which nvJPEG would convert as YCbCr", names[i]);
         } else if (!jpeg_complete(data[i], len[i])) {
             snprintf(o->err, sizeof o->err, "%s: truncated JPEG (no end-of-image marker after the scan)", names[i]);
         } else {
