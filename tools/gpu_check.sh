@@ -3,7 +3,8 @@
 # build, the ctest suite, `swin verify --device cuda` on every fixture and precision, and
 # compute-sanitizer; logs into OUTDIR, one summary table printed last.
 #
-#   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--cpu-dry-run]
+#   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--no-verify]
+#                           [--no-sanitizers] [--cpu-dry-run]
 #
 #   1. cJSON / stb / libjpeg-turbo: when not installed, the .debs/ packages are unpacked into a
 #      temporary prefix
@@ -20,6 +21,8 @@
 #      a fixture whose geometry the CUDA engine refuses at session creation: not a failure);
 #      ctest totals;
 #      sanitizer error counts; GPU and driver.
+# --no-ctest / --no-verify / --no-sanitizers skip step 3 / 4 / 5 (the summary says "not run"), to
+#   split the check over several calls of a machine with a time limit per command.
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
 # Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
@@ -29,11 +32,13 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
-dry=0 run_ctest=1 build="" out=${OUT:-gpu-check-out}
+dry=0 run_ctest=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
 while [ $# -gt 0 ]; do
   case $1 in
     --cpu-dry-run) dry=1 ;;
     --no-ctest) run_ctest=0 ;;
+    --no-verify) run_verify=0 ;;
+    --no-sanitizers) run_san=0 ;;
     --build-dir) build=${2:?--build-dir needs a value}; shift ;;
     --out) out=${2:?--out needs a value}; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -64,9 +69,12 @@ prefix=
 if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/stb/stb_image.h ] ||
    [ ! -f /usr/include/jpeglib.h ]; then
   if ls .debs/*.deb >/dev/null 2>&1; then
-    mkdir -p "$work/deps"
-    for f in .debs/*.deb; do dpkg -x "$f" "$work/deps"; done
-    prefix=$work/deps/usr
+    # inside the build directory, so that a later call on the same machine finds the prefix its
+    # CMake cache names; programs run outside the build tree need
+    # LD_LIBRARY_PATH=$build/deps/usr/lib/x86_64-linux-gnu
+    mkdir -p "$build/deps"
+    for f in .debs/*.deb; do dpkg -x "$f" "$build/deps"; done
+    prefix=$(cd "$build/deps/usr" && pwd)
   fi
 fi
 
@@ -117,6 +125,7 @@ step "swin verify --device $device"
 shopt -s nullglob
 fixtures=(tests/data/ref_*/)
 [ ${#fixtures[@]} = 0 ] && failed+=("no tests/data/ref_*/ fixtures")
+[ $run_verify = 0 ] && fixtures=()
 field() {  # field PHRASE FILE: the first word after PHRASE on its line
   grep -m1 -E "^$1" "$2" | sed -E "s/^$1[: ]*//" | awk '{print $1}'
 }
@@ -167,7 +176,7 @@ sanitize() {
   echo "$name|$rc|${n:-?}|$summary" >>"$work/san.tsv"
   [ $rc = 0 ] && [ "${n:-?}" = 0 ] || failed+=("$name")
 }
-if [ $dry = 0 ] && [ $build_ok = 1 ]; then
+if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   step "compute-sanitizer"
   fx=tests/data/ref_timm_v1_w7
   [ -d $fx ] || fx=${fixtures[0]%/}
@@ -207,6 +216,7 @@ step "summary"
       "${top:--}" "$( [ "$verdict" = UNSUPPORTED ] && echo "unsupported on GPU" || echo "$verdict")$(
         [ "$verdict" = FAIL ] && echo ": $last")"
   done <"$work/verify.tsv"
+  [ $run_verify = 0 ] && echo "verify: not run (--no-verify)"
   nv=$(wc -l <"$work/verify.tsv")
   np=$(grep -c '|PASS|' "$work/verify.tsv")
   nu=$(grep -c '|UNSUPPORTED|' "$work/verify.tsv")
@@ -224,7 +234,7 @@ step "summary"
       echo "sanitizer $name: $n errors (exit $rc; $summary)"
     done <"$work/san.tsv"
   else
-    echo "sanitizers: not run$([ $dry = 1 ] && echo " (CPU dry run)")"
+    echo "sanitizers: not run$([ $dry = 1 ] && echo " (CPU dry run)")$([ $run_san = 0 ] && echo " (--no-sanitizers)")"
   fi
   echo
   if [ ${#failed[@]} = 0 ]; then

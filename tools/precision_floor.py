@@ -38,7 +38,8 @@ ULP16 = 2.0 ** -11
 
 def rel(out, ref):
     ref = ref.double()
-    return float((out.double().cpu() - ref).abs().max() / ref.abs().max())
+    out, ref = out.double().cpu(), ref.double().cpu()
+    return float((out - ref).abs().max() / ref.abs().max())
 
 
 def own_errors(model, forward, ref, device, precisions):
