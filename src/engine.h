@@ -32,6 +32,19 @@ swin_status swin_engine_forward_images(swin_engine *e, const swin_preprocess_par
 swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_params *p,
                                           const swin_image *imgs, const int *on_device, int n, float *logits,
                                           swin_images_timing *timing);
+/* ---- asynchronous forwards (src/cuda/async.c), so that a caller works while the GPU runs.
+ * begin enqueues everything and returns without waiting for the GPU: the images' upload and GPU
+ * preprocessing (begin_images; on_device as above) or the copy of host input [n,3,H,W]
+ * (begin_input), then the forward of run_batch rows (0: n; n <= run_batch <= max batch: a
+ * short batch can reuse the captured graph of a full one, the extra rows' results are dropped),
+ * then the n rows of logits into page-locked staging. end waits without spinning a core, copies
+ * them into `logits` and fills timing (may be NULL). One forward in flight per engine: between
+ * begin and end the caller keeps the pixels / input and `logits` and calls nothing else on the
+ * engine. A begin that fails leaves nothing in flight. */
+swin_status swin_engine_begin_images(swin_engine *e, const swin_preprocess_params *p, const swin_image *imgs,
+                                     const int *on_device, int n, int run_batch, float *logits);
+swin_status swin_engine_begin_input(swin_engine *e, const float *input, int n, int run_batch, float *logits);
+swin_status swin_engine_end(swin_engine *e, swin_images_timing *timing);
 /* The GPU preprocessing alone, for tests and tools: n host images -> out [n, 3, p->size, p->size]
  * fp32 in device memory (the caller's buffer; any size, any n up to 65536), synchronised on return. */
 swin_status swin_engine_preprocess_images(swin_engine *e, const swin_preprocess_params *p,

@@ -17,6 +17,9 @@ struct swin_session {
     size_t scratch_floats;
     swin_engine *engine;     /* CUDA */
     float *images_in;        /* swin_forward_images on the host: [max_batch, 3, S, S], lazily */
+    int in_flight;           /* a *_begin awaits swin_forward_end */
+    int on_engine;           /* ... and the engine runs it (else it is done: done_timing) */
+    swin_images_timing done_timing;
 };
 
 swin_session_options swin_session_options_default(void) {
@@ -186,6 +189,71 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
     if (where != SWIN_PRE_DEVICE_CPU)
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown preprocessing device %d", (int)where);
     return forward_images_host(s, p, imgs, n, logits, timing);
+}
+
+// ---- the same in two halves (preprocess.h): the engine's async forward, or done at once on the host
+
+static swin_status begin_check(swin_session *s, int n, int pad_to, const void *logits) {
+    if (!s || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_begin: NULL argument");
+    if (s->in_flight) return swin_fail(SWIN_ERR_ARGUMENT, "a batch is already in flight (call swin_forward_end)");
+    if (n < 1 || n > s->opt.max_batch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
+                         n, s->opt.max_batch);
+    if (pad_to != 0 && (pad_to < n || pad_to > s->opt.max_batch))
+        return swin_fail(SWIN_ERR_ARGUMENT, "batch %d padded to %d: expected %d to %d", n, pad_to, n,
+                         s->opt.max_batch);
+    return SWIN_OK;
+}
+
+static swin_status begun(swin_session *s, swin_status st, int on_engine) {
+    if (st == SWIN_OK) {
+        s->in_flight = 1;
+        s->on_engine = on_engine;
+    }
+    return st;
+}
+
+swin_status swin_forward_images_begin(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,
+                                      const int *on_device, int n, swin_preprocess_device where, int pad_to,
+                                      float *logits) {
+    SWIN_TRY(begin_check(s, n, pad_to, logits));
+    if (!p || !imgs) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images_begin: NULL argument");
+    const swin_config *c = &s->model->cfg;
+    if (where == SWIN_PRE_DEVICE_AUTO)
+        where = s->engine && c->img_h == c->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine && where == SWIN_PRE_DEVICE_GPU)
+        return begun(s, swin_engine_begin_images(s->engine, p, imgs, on_device, n, pad_to, logits), 1);
+#endif
+    if (on_device)
+        for (int i = 0; i < n; i++)
+            if (on_device[i])
+                return swin_fail(SWIN_ERR_ARGUMENT, "image %d is in device memory: it needs GPU preprocessing", i);
+    s->done_timing = (swin_images_timing){0};
+    return begun(s, swin_forward_images(s, p, imgs, n, where, logits, &s->done_timing), 0);
+}
+
+swin_status swin_forward_input_begin(swin_session *s, const float *input, int n, int pad_to, float *logits) {
+    SWIN_TRY(begin_check(s, n, pad_to, logits));
+    if (!input) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_input_begin: NULL input");
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) return begun(s, swin_engine_begin_input(s->engine, input, n, pad_to, logits), 1);
+#endif
+    double t0 = now_ms();
+    swin_forward_cpu(logits, input, s->model, n, s->scratch);
+    s->done_timing = (swin_images_timing){0.0, 0.0, now_ms() - t0};
+    return begun(s, SWIN_OK, 0);
+}
+
+swin_status swin_forward_end(swin_session *s, swin_images_timing *timing) {
+    if (!s) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_end: NULL session");
+    if (!s->in_flight) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_end: no batch in flight");
+    s->in_flight = 0;
+#ifdef SWIN_HAVE_CUDA
+    if (s->on_engine) return swin_engine_end(s->engine, timing);
+#endif
+    if (timing) *timing = s->done_timing;
+    return SWIN_OK;
 }
 
 swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,

@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
             const uint8_t *d1[1] = {data};
             size_t l1[1] = {len};
             const char *n1[1] = {p};
-            if (swin_nvjpeg_decode(dec, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
+            if (swin_nvjpeg_decode(dec, 0, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
                 size_t bytes = (size_t)o.width * o.height * 3;
                 uint8_t *h = malloc(bytes);
                 double sum = 0;

@@ -175,8 +175,10 @@ def section_modes(doc, v, out, errs):
     comp = g(tr, "compile")
     notes = ["swin img/s and wall s are from its own summary line (`swin classify: N images, "
              "F failed, S s, R img/s`): the pipeline from the first file read to the last "
-             "result printed, after the model is loaded and the session created; the cuBLAS "
-             "tuning of the first batch falls inside it. Process wall s is the whole "
+             "result printed, after the model is loaded, the session created and one warm-up "
+             "batch of a synthetic picture run (GEMM tuning, graph capture, buffers: the "
+             "warm-up column below, as PyTorch's compilation and warm-up are not counted "
+             "either). Process wall s is the whole "
              "`swin classify` process timed from Python (process start, CUDA and model load "
              "included). Commands: " +
              "; ".join(f"`{r['command']}`" for k, _ in SWIN_MODES

@@ -322,10 +322,15 @@ static void print_timing(const swin_pipeline_stats *st) {
             "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from nvJPEG "
             "to the CPU):\n"
             "  read %.1f  decode %.1f  cpu-preprocess %.1f\n"
-            "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f\n",
+            "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f"
+            "  warm-up %.1f\n",
             CMD, st->threads, st->pinned ? "page-locked" : "pageable", st->cpu_fallback, st->read_ms, st->decode_ms,
             st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
-            st->forward_ms, st->output_ms, st->wall_ms);
+            st->forward_ms, st->output_ms, st->wall_ms, st->warmup_ms);
+    if (st->nvjpeg_hw_images || st->nvjpeg_sw_images)
+        fprintf(stderr, "  nvJPEG (%d images on the JPEG engines, %d on the default backend): nvjpeg-parse %.1f  "
+                "nvjpeg-engines %.1f  nvjpeg-default %.1f  nvjpeg-sync %.1f\n", st->nvjpeg_hw_images, st->nvjpeg_sw_images,
+                st->nvjpeg_parse_ms, st->nvjpeg_hw_ms, st->nvjpeg_sw_ms, st->nvjpeg_sync_ms);
 }
 
 static int classify(const classify_args *a, const path_list *paths, int inputs_failed) {
@@ -376,8 +381,10 @@ static int classify(const classify_args *a, const path_list *paths, int inputs_f
         clear_progress();
         fflush(stdout);
         double s = st.wall_ms / 1e3;
-        fprintf(stderr, "swin %s: %d images, %d failed, %.2f s, %.1f img/s\n", CMD, st.images, st.failed, s,
+        fprintf(stderr, "swin %s: %d images, %d failed, %.2f s, %.1f img/s", CMD, st.images, st.failed, s,
                 s > 0 ? st.images / s : 0.0);
+        if (st.warmup_ms > 0) fprintf(stderr, " (after a %.2f s warm-up)", st.warmup_ms / 1e3);
+        fputc('\n', stderr);
         if (a->timing) print_timing(&st);
         rc = st.failed || inputs_failed ? EXIT_FAILED : 0;
     }

@@ -65,6 +65,16 @@ typedef struct {
     int n, cap;
 } swin_prof;
 
+/* one asynchronous forward in flight (async.c): swin_engine_begin_* enqueue it, swin_engine_end
+ * waits for it */
+typedef struct {
+    int active;
+    int n;                      /* logit rows to hand back */
+    float *out;                 /* the caller's logits [n, classes] */
+    cudaEvent_t ev[4];          /* before the upload, after it, after preprocessing, done */
+    float *logits_host;         /* page-locked [max_batch, classes]: the device copies land here */
+} swin_async;
+
 struct swin_engine {
     const swin_model *m;
     swin_session_options opt;
@@ -96,6 +106,7 @@ struct swin_engine {
                                    swin_engine_forward_stages (never captured) */
 
     struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
+    swin_async async;           /* async.c; its events and buffer are made on first use */
 };
 
 /* Size (base == NULL) or place (base != NULL) every region; fills e->region, the pointers and
@@ -114,6 +125,13 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B);
 swin_status swin_engine_forward_device(swin_engine *e, int B, float *logits, cudaEvent_t done);
 /* Release the GPU preprocessing scratch (images.c); called by swin_engine_free. */
 void swin_engine_images_free(swin_engine *e);
+/* Check n images and p against the engine and enqueue their upload and GPU preprocessing into
+ * e->input (images.c); ev (3 events, optional) is recorded before the upload, after it and after
+ * the kernels. On failure the stream may hold part of it: the caller synchronises. */
+swin_status swin_engine_enqueue_images(swin_engine *e, const swin_preprocess_params *p, const swin_image *imgs,
+                                       const int *on_device, int n, cudaEvent_t *ev);
+/* Release the async state (async.c); called by swin_engine_free. */
+void swin_engine_async_free(swin_engine *e);
 /* Human-readable plan. */
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size);
 

@@ -326,6 +326,7 @@ void swin_engine_free(swin_engine *e) {
     cudaSetDevice(e->dev);
     if (e->stream) cudaStreamSynchronize(e->stream);
     swin_engine_images_free(e);
+    swin_engine_async_free(e);
     for (int b = 0; e->graphs && b <= e->opt.max_batch; b++)
         if (e->graphs[b]) cudaGraphExecDestroy(e->graphs[b]);
     swin_gemm_free(e->gemm);

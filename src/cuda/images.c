@@ -11,10 +11,12 @@
  *            already on the device (swin_engine_preprocess_device, a GPU decoder) are used in place
  *   kernels  swin_preprocess_cuda (kernels/preprocess.cu) into the destination: e->input for the
  *            forward, or the caller's device buffer (swin_engine_preprocess_images)
- *   forward  swin_engine_forward_device (engine.c), as swin_engine_forward after its input copy
+ *   forward  async.c: swin_engine_begin_images enqueues all of the above and the forward,
+ *            swin_engine_end waits (swin_engine_forward_images_on is the two in a row)
  * The scratch (device pixels, intermediates and plan; the pinned staging) grows on demand before
- * anything is enqueued and lives until the engine is freed. Every call synchronises its stream
- * before it returns, on failure too, so the caller's pixels and the staging are free again.
+ * anything is enqueued and lives until the engine is freed. The preprocessing-only calls
+ * synchronise their stream before they return, on failure too; the forward frees the caller's
+ * pixels and the staging at swin_engine_end.
  * Test: tests/test_gpu_preprocess.c.
  */
 #include <math.h>
@@ -284,25 +286,15 @@ swin_status swin_engine_preprocess_device(swin_engine *e, const swin_preprocess_
     return finish(e, enqueue_preprocess(e, p, imgs, NULL, n, src, src_bytes, out_dev, NULL), "GPU preprocessing");
 }
 
-static float elapsed(cudaEvent_t a, cudaEvent_t b) {
-    float ms = 0.0f;
-    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
-        cudaGetLastError();
-        return 0.0f;
-    }
-    return ms;
-}
-
 swin_status swin_engine_forward_images(swin_engine *e, const swin_preprocess_params *p,
                                        const swin_image *imgs, int n, float *logits,
                                        swin_images_timing *timing) {
     return swin_engine_forward_images_on(e, p, imgs, NULL, n, logits, timing);
 }
 
-swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_params *p,
-                                          const swin_image *imgs, const int *on_device, int n, float *logits,
-                                          swin_images_timing *timing) {
-    SWIN_TRY(check_call(e, p, imgs, n, logits));
+swin_status swin_engine_enqueue_images(swin_engine *e, const swin_preprocess_params *p, const swin_image *imgs,
+                                       const int *on_device, int n, cudaEvent_t *ev) {
+    SWIN_TRY(check_call(e, p, imgs, n, e ? e->input : NULL));
     if (n > e->opt.max_batch)
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)", n,
                          e->opt.max_batch);
@@ -310,27 +302,14 @@ swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_
         return swin_fail(SWIN_ERR_ARGUMENT, "preprocessing makes %dx%d inputs; the model takes %dx%d",
                          swin_preprocess_height(p), swin_preprocess_width(p), e->m->cfg.img_h, e->m->cfg.img_w);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
-    cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
-    swin_status st = SWIN_OK;
-    for (int i = 0; timing && i < 4 && st == SWIN_OK; i++) {
-        cudaError_t ce = cudaEventCreate(&ev[i]);
-        if (ce != cudaSuccess) {
-            ev[i] = NULL;
-            st = swin_fail(SWIN_ERR_CUDA, "GPU preprocessing: cudaEventCreate: %s", cudaGetErrorString(ce));
-        }
-    }
-    if (st == SWIN_OK) st = enqueue_preprocess(e, p, imgs, on_device, n, NULL, 0, e->input, timing ? ev : NULL);
-    if (st == SWIN_OK) st = swin_engine_forward_device(e, n, logits, timing ? ev[3] : NULL);   /* synchronises */
-    else st = finish(e, st, "GPU preprocessing");
-    if (st != SWIN_OK) cudaStreamSynchronize(e->stream);   /* a forward that failed half-way */
-    if (st == SWIN_OK && timing) {
-        timing->upload_ms = elapsed(ev[0], ev[1]);
-        timing->preprocess_ms = elapsed(ev[1], ev[2]);
-        timing->forward_ms = elapsed(ev[2], ev[3]);
-    }
-    for (int i = 0; i < 4; i++)
-        if (ev[i]) cudaEventDestroy(ev[i]);
-    return st;
+    return enqueue_preprocess(e, p, imgs, on_device, n, NULL, 0, e->input, ev);
+}
+
+swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_params *p,
+                                          const swin_image *imgs, const int *on_device, int n, float *logits,
+                                          swin_images_timing *timing) {
+    SWIN_TRY(swin_engine_begin_images(e, p, imgs, on_device, n, 0, logits));
+    return swin_engine_end(e, timing);
 }
 
 void *swin_engine_host_alloc(swin_engine *e, size_t bytes) {

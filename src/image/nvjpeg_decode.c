@@ -3,6 +3,7 @@
  * benchmark (tools/bench_pipeline.sh) measures how
  * far its pixels are from libjpeg's.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "nvjpeg_decode.h"
 
 #include <stdio.h>
@@ -22,13 +23,19 @@ swin_status swin_nvjpeg_create(int device_index, swin_nvjpeg **out) {
 }
 void swin_nvjpeg_free(swin_nvjpeg *d) { (void)d; }
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d) { (void)d; return "none"; }
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const size_t *len,
+swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
                                const char *const *names, int n, swin_nvjpeg_image *out) {
-    (void)d; (void)data; (void)len; (void)names; (void)n; (void)out;
+    (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
+}
+void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
+    (void)d;
+    memset(out, 0, sizeof *out);
 }
 
 #else
+
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
@@ -42,8 +49,9 @@ struct swin_nvjpeg {
     nvjpegJpegState_t hw_state, sw_state;
     nvjpegJpegStream_t parsed;          /* for the hardware support check */
     int hw_batch;                       /* batch size the hardware state was set up for */
-    uint8_t *buf;                       /* device pixels of the last batch */
-    size_t cap;
+    uint8_t *buf[2];                    /* device pixels of the last batch into each buffer */
+    size_t cap[2];
+    swin_nvjpeg_stats stats;
     /* host scratch, [cap_n] */
     const unsigned char **hw_data;
     size_t *hw_len;
@@ -85,7 +93,8 @@ void swin_nvjpeg_free(swin_nvjpeg *d) {
     if (d->sw_state) nvjpegJpegStateDestroy(d->sw_state);
     if (d->hw) nvjpegDestroy(d->hw);
     if (d->sw) nvjpegDestroy(d->sw);
-    if (d->buf) cudaFree(d->buf);
+    for (int b = 0; b < 2; b++)
+        if (d->buf[b]) cudaFree(d->buf[b]);
     if (d->stream) cudaStreamDestroy(d->stream);
     free(d->hw_data);
     free(d->hw_len);
@@ -168,13 +177,13 @@ static int jpeg_is_ycc(const uint8_t *p, size_t n) {
     return 1;
 }
 
-static swin_status grow(swin_nvjpeg *d, size_t bytes, int n) {
-    if (bytes > d->cap) {
-        if (d->buf) cudaFree(d->buf);
-        d->buf = NULL;
-        d->cap = 0;
-        SWIN_CUDA_TRY(cudaMalloc((void **)&d->buf, bytes));
-        d->cap = bytes;
+static swin_status grow(swin_nvjpeg *d, int b, size_t bytes, int n) {
+    if (bytes > d->cap[b]) {
+        if (d->buf[b]) cudaFree(d->buf[b]);
+        d->buf[b] = NULL;
+        d->cap[b] = 0;
+        SWIN_CUDA_TRY(cudaMalloc((void **)&d->buf[b], bytes));
+        d->cap[b] = bytes;
     }
     if (n > d->cap_n) {
         free(d->hw_data);
@@ -200,11 +209,24 @@ static nvjpegImage_t dest(swin_nvjpeg_image *o) {
     return im;
 }
 
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const size_t *len,
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
+    if (d) *out = d->stats;
+    else memset(out, 0, sizeof *out);
+}
+
+swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
                                const char *const *names, int n, swin_nvjpeg_image *out) {
     if (!d || !data || !len || !names || !out || n < 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
+    if (buffer != 0 && buffer != 1) return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: buffer %d", buffer);
     SWIN_CUDA_TRY(cudaSetDevice(d->dev));
+    double t0 = now_ms();
     /* sizes and places first: a file nvJPEG cannot parse fails alone */
     size_t total = 0;
     for (int i = 0; i < n; i++) {
@@ -230,11 +252,11 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const
             total += ((size_t)w[0] * h[0] * 3 + 255) & ~(size_t)255;
         }
     }
-    SWIN_TRY(grow(d, total ? total : 256, n));
+    SWIN_TRY(grow(d, buffer, total ? total : 256, n));
     int nhw = 0;
     for (int i = 0; i < n; i++) {
         if (!out[i].ok) continue;
-        out[i].rgb = d->buf + (uintptr_t)out[i].rgb;
+        out[i].rgb = d->buf[buffer] + (uintptr_t)out[i].rgb;
         int unsupported = 1;
         if (d->hw && nvjpegJpegStreamParse(d->hw, data[i], len[i], 0, 0, d->parsed) == NVJPEG_STATUS_SUCCESS &&
             nvjpegDecodeBatchedSupported(d->hw, d->parsed, &unsupported) == NVJPEG_STATUS_SUCCESS && !unsupported) {
@@ -245,6 +267,7 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const
         }
     }
     /* the JPEG engines, batched; on failure every image is retried one by one below */
+    double t1 = now_ms();
     int hw_done = 0;
     if (nhw > 0) {
         nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
@@ -255,10 +278,13 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const
         if (s == NVJPEG_STATUS_SUCCESS) hw_done = 1;
         else d->hw_batch = -1;
     }
+    double t2 = now_ms();
+    int nsw = 0;
     for (int i = 0, j = 0; i < n; i++) {
         if (!out[i].ok) continue;
         if (hw_done && j < nhw && d->hw_idx[j] == i) { j++; continue; }
         nvjpegImage_t im = dest(&out[i]);
+        nsw++;
         nvjpegStatus_t s = nvjpegDecode(d->sw, d->sw_state, data[i], len[i], NVJPEG_OUTPUT_RGBI, &im, d->stream);
         if (s != NVJPEG_STATUS_SUCCESS) {
             out[i].ok = 0;
@@ -266,7 +292,15 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const
             snprintf(out[i].err, sizeof out[i].err, "%s: nvJPEG cannot decode this JPEG (%s)", names[i], nv_str(s));
         }
     }
+    double t3 = now_ms();
     cudaError_t ce = cudaStreamSynchronize(d->stream);
+    double t4 = now_ms();
+    d->stats.hw_images += hw_done ? nhw : 0;
+    d->stats.sw_images += nsw;
+    d->stats.parse_ms += t1 - t0;
+    d->stats.hw_ms += t2 - t1;
+    d->stats.sw_ms += t3 - t2;
+    d->stats.sync_ms += t4 - t3;
     if (ce != cudaSuccess) {
         for (int i = 0; i < n; i++) out[i].ok = 0;
         return swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n, cudaGetErrorString(ce));

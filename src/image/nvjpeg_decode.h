@@ -2,8 +2,8 @@
  *
  *   swin_nvjpeg *d;
  *   swin_nvjpeg_create(0, &d);                  // cuda:0; hardware engine when the GPU has one
- *   swin_nvjpeg_decode(d, data, len, names, n, out);   // out[i]: device RGB8 or a message
- *   ... out[i].rgb valid until the next decode ...
+ *   swin_nvjpeg_decode(d, 0, data, len, names, n, out);   // out[i]: device RGB8 or a message
+ *   ... out[i].rgb valid until the next decode into buffer 0 ...
  *   swin_nvjpeg_free(d);
  *
  * Backends: NVJPEG_BACKEND_HARDWARE (A100/H100/H200 JPEG engines: baseline, single scan) for
@@ -38,11 +38,23 @@ swin_status swin_nvjpeg_create(int device_index, swin_nvjpeg **out);
 void swin_nvjpeg_free(swin_nvjpeg *d);
 /* "hardware" or "default" (the backend batched decoding uses) */
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d);
-/* Decode n JPEG files held in host memory; returns an error only when the decoder itself
- * fails (then every out[i].ok is 0); a bad file fails alone. Synchronous: the pixels are ready
- * on return. */
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, const uint8_t *const *data, const size_t *len,
+/* Decode n JPEG files held in host memory into device buffer `buffer` (0 or 1: a batch can be
+ * decoded into one while the GPU still reads the other); returns an error only when the decoder
+ * itself fails (then every out[i].ok is 0); a bad file fails alone. Synchronous: the pixels are
+ * ready on return and stay valid until the next decode into the same buffer. */
+swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
                                const char *const *names, int n, swin_nvjpeg_image *out);
+
+/* Where the decoder's time went, summed over its calls (milliseconds of the calling thread). */
+typedef struct {
+    int hw_images;          /* decoded by the JPEG engines, batched */
+    int sw_images;          /* decoded one by one by the default backend */
+    double parse_ms;        /* image info, bitstream parsing, checks, buffer growth */
+    double hw_ms;           /* nvjpegDecodeBatched (its CPU part; the engines run on) */
+    double sw_ms;           /* nvjpegDecode calls */
+    double sync_ms;         /* waiting for the GPU at the end */
+} swin_nvjpeg_stats;
+void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out);
 
 #ifdef __cplusplus
 }

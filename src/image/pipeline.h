@@ -15,7 +15,10 @@
  * asynchronous; an image that does not fit its slot's arena keeps its own pageable buffer); the calling thread takes the batches in order, runs swin_forward_images
  * (preprocessing on the GPU by default on a CUDA session) or, with SWIN_PRE_DEVICE_CPU, the
  * decoder threads also preprocess and the caller runs swin_forward. While the GPU works on
- * batch k, batches k+1 .. k+depth-1 are decoded. Memory is bounded by depth x batch images.
+ * batch k, batches k+1 .. k+depth-1 are decoded, and batch k-1's results are reported (the
+ * forward is asynchronous: swin_forward_images_begin / swin_forward_end). Memory is bounded by
+ * depth x batch images. On a CUDA session a short batch (the last one, or one with bad files)
+ * runs padded to the full batch, and a warm-up batch runs first (options.warmup).
  * With SWIN_DECODER_NVJPEG the threads only read JPEG files and the calling thread decodes each
  * batch's JPEGs on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG
  * cannot decode is given to the CPU decoder, which decodes it or reports why not.
@@ -47,6 +50,9 @@ typedef struct {
     int depth;                     /* batches in flight, >= 2 (default 3) */
     swin_preprocess_device where;  /* AUTO: GPU on a CUDA session, else CPU */
     swin_decoder decoder;          /* NVJPEG needs a CUDA session and GPU preprocessing */
+    int warmup;                    /* 1 (default): on a CUDA session, one batch of a synthetic
+                                      picture runs before the clock starts (GEMM tuning, graph
+                                      capture, buffers), timed as warmup_ms */
 } swin_pipeline_options;
 
 /* "cpu" / "nvjpeg" (also accepted: "libjpeg" for cpu) */
@@ -70,12 +76,16 @@ typedef struct {
     int images, failed, batches, threads;
     int pinned;                    /* 1 when the slots are page-locked memory */
     int cpu_fallback;              /* nvJPEG mode: JPEGs nvJPEG could not decode, tried on the CPU */
-    double wall_ms;
+    double wall_ms;                /* from the first file read to the last result, warm-up excluded */
+    double warmup_ms;              /* the warm-up batch (0 when none ran) */
     double read_ms, decode_ms, cpu_preprocess_ms;   /* decoder threads */
     double wait_ms;                /* caller waiting for decoded batches (the GPU idles) */
     double gpu_decode_ms;          /* nvJPEG, on the calling thread */
     double upload_ms, gpu_preprocess_ms, forward_ms;          /* per swin_images_timing */
     double output_ms;              /* on_result calls */
+    /* nvJPEG mode: images by backend, and the decoder's time (calling thread, ms) */
+    int nvjpeg_hw_images, nvjpeg_sw_images;
+    double nvjpeg_parse_ms, nvjpeg_hw_ms, nvjpeg_sw_ms, nvjpeg_sync_ms;
 } swin_pipeline_stats;
 
 swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, const char *const *paths,

@@ -91,6 +91,27 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
 swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,
                                    const int *on_device, int n, float *logits, swin_images_timing *timing);
 
+/* ---- the same in two halves, so that the caller works while the GPU runs (the pipeline prints
+ * batch k's results during batch k + 1's forward).
+ *
+ *   swin_forward_images_begin(sess, &pp, imgs, NULL, n, SWIN_PRE_DEVICE_AUTO, 0, logits);
+ *   ... other work; imgs' pixels and logits stay untouched ...
+ *   swin_forward_end(sess, &timing);          // logits written, pixels free again
+ *
+ * _begin checks and enqueues the batch and returns: on a CUDA session without waiting for the
+ * GPU, on the CPU (or with CPU preprocessing) after doing all the work. swin_forward_end waits
+ * (without spinning a core) and reports the batch's status. on_device as for
+ * swin_forward_images_on (NULL: none). pad_to (0: n; else n .. max batch) runs a CUDA forward
+ * of pad_to rows, so that a short last batch replays the captured graph (and tuned GEMMs) of a
+ * full one; the extra rows compute garbage that is dropped. The CPU ignores it.
+ * swin_forward_input_begin: the same for a host input [n, 3, H, W], kept untouched until the end.
+ * One batch in flight per session; between the halves call nothing else on the session. */
+swin_status swin_forward_images_begin(swin_session *s, const swin_preprocess_params *p, const swin_image *imgs,
+                                      const int *on_device, int n, swin_preprocess_device where, int pad_to,
+                                      float *logits);
+swin_status swin_forward_input_begin(swin_session *s, const float *input, int n, int pad_to, float *logits);
+swin_status swin_forward_end(swin_session *s, swin_images_timing *timing);
+
 /* Host memory for image pixels: page-locked on a CUDA session (faster, asynchronous copies),
  * plain malloc on the CPU. NULL when it cannot be had. Free with swin_session_host_free on the
  * same session, before the session is freed. */
