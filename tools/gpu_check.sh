@@ -187,7 +187,10 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   export SWIN_TEST_QUICK=1
   for t in test_gpu_attention test_gpu_preprocess test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
+      # racecheck on the attention: the quick cases with one image and one head (SWIN_TEST_QUICK=2)
+      [ $t = test_gpu_attention ] && SWIN_TEST_QUICK=2
       [ $t = test_gpu_pipeline ] || sanitize "racecheck: $t (quick)" racecheck "$build/tests/$t" "$root"
+      SWIN_TEST_QUICK=1
       sanitize "memcheck: $t (quick)" memcheck "$build/tests/$t" "$root"
     else
       echo "no $t|-|?|not built" >>"$work/san.tsv"
