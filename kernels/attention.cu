@@ -17,6 +17,8 @@
  * Test: build tests/test_gpu_attention (ctest -L gpu), or run it with the source dir as argv[1];
  * SWIN_TEST_QUICK=1 runs a small subset (for compute-sanitizer).
  */
+#include <stdlib.h>
+#include <string.h>
 #include <limits.h>
 
 #include "attention_common.cuh"
@@ -66,11 +68,21 @@ static swin_status device_limits(int *sms, int *smem_optin) {
 
 // ---- launchers
 
+/* SWIN_ATTN_EXACT=1 in the environment: the exact-width kernels where head_dim is one (read once) */
+static bool exact_on() {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_ATTN_EXACT");
+        on = v && v[0] && strcmp(v, "0") != 0;
+    }
+    return on == 1;
+}
+
 template <int HD, typename T, int NW, bool STREAM>
 static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cudaStream_t st) {
     auto kern = attn_mma_kernel<HD, T, NW, STREAM, false>;
     if constexpr (exact_width(HD))
-        if (a.g.hd == HD) kern = attn_mma_kernel<HD, T, NW, STREAM, true>;   // a.vb == 16: HD % 8 == 0
+        if (a.g.hd == HD && exact_on()) kern = attn_mma_kernel<HD, T, NW, STREAM, true>;   // a.vb == 16: HD % 8 == 0
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     kern<<<(unsigned)grid, NW * 32, smem, st>>>(a);
     SWIN_LAUNCH_CHECK(STREAM ? "attn_mma_kernel<stream>" : "attn_mma_kernel<resident>", st);
@@ -162,7 +174,7 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
     auto kern = attn_f32_kernel<HD, false>;
     if constexpr (exact_width(HD))
-        if (g.hd == HD) kern = attn_f32_kernel<HD, true>;   // a.vb == 16: HD % 4 == 0
+        if (g.hd == HD && exact_on()) kern = attn_f32_kernel<HD, true>;   // a.vb == 16: HD % 4 == 0
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
     kern<<<(unsigned)grid, Tiles::kF32Warps * 32, L.total, st>>>(a);
