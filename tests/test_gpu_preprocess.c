@@ -118,7 +118,8 @@ static void note_paths(const swin_preprocess_params *p, const swin_image *im) {
     else g_seen[pl.need_h ? SEEN_V1 : SEEN_V0]++;
     if (x0 < 0 || y0 < 0) g_seen[SEEN_PAD]++;
     if (p->pillow == 12 && pl.h_first && pl.need_h && pl.need_v &&
-        swin_resize_plan_make(im->width, im->height, rw, rh, x0, y0, p->size, p->size, p->interp, 0, &pl13) == SWIN_OK) {
+        swin_resize_plan_make(im->width, im->height, rw, rh, x0, y0, p->size, p->size, p->interp, 0, &pl13) ==
+            SWIN_OK) {
         g_seen[SEEN_PIL12] += !pl13.h_first;
         swin_resize_plan_free(&pl13);
     }

@@ -78,13 +78,12 @@ static int ref_load(const char *path, ref_set *s) {
     return s->n > 0;
 }
 
-static const ref_tensor *ref_find_in(const ref_set *s, const char *name) {
-    for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->t[i].name, name)) return &s->t[i];
+/* a tensor of reference.safetensors, by name */
+static const ref_tensor *ref_find(const char *name) {
+    for (int i = 0; i < g_ref.n; i++)
+        if (!strcmp(g_ref.t[i].name, name)) return &g_ref.t[i];
     return NULL;
 }
-
-static const ref_tensor *ref_find(const char *name) { return ref_find_in(&g_ref, name); }
 
 /* ---- decoding: our RGB8 vs PIL's convert('RGB'), identical for every format (JPEG through
  * libjpeg-turbo with Pillow's settings; more JPEG kinds in tests/test_jpeg.c) */
@@ -175,7 +174,8 @@ static void test_resize(void) {
         all += r->numel;
         all_same += same;
         printf("resize  %-44s %7.3f%% identical, max diff %d", r->name + 7, 100.0 * same / r->numel, maxd);
-        if (same12 < r->numel) printf("; as Pillow 12: %.1f%% differ, max %d", 100.0 * (r->numel - same12) / r->numel, maxd12);
+        if (same12 < r->numel)
+            printf("; as Pillow 12: %.1f%% differ, max %d", 100.0 * (r->numel - same12) / r->numel, maxd12);
         printf("\n");
         order_sensitive += same12 < r->numel;
         CHECK(same * 1000 >= r->numel * 999 && maxd <= 1, "%s: %zu of %zu differ, max %d", r->name,
@@ -190,37 +190,39 @@ static void test_resize(void) {
           order_sensitive);
 }
 
-/* A window of the resized image equals the same crop of the full resize, zero outside. */
+/* A window of the resized image equals the same crop of the full resize, zero outside; in the
+ * pass order of Pillow 13 and of Pillow 12. */
 static void test_resize_window(void) {
     const ref_tensor *src = ref_find("decoded.grad_97x61.png");
     if (!CHECK(src != NULL, "decoded.grad_97x61.png missing")) return;
     static const struct { int dw, dh, x0, y0, ww, wh; } CASES[] = {
         {112, 71, 24, 4, 64, 64}, {53, 84, -5, 10, 64, 64}, {300, 20, 100, -3, 50, 30},
         {97, 61, 10, 10, 20, 20}, {40, 25, 39, 24, 3, 3}, {20, 20, -30, -30, 10, 10}};
-    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0] * 2; c++) {   /* Pillow 13, then 12 */
-        for (int mode = 0; mode < 3; mode++) {
-            int n = sizeof CASES / sizeof CASES[0], pillow = c < (size_t)n ? 0 : 12, k = (int)c % n;
-            int dw = CASES[k].dw, dh = CASES[k].dh, x0 = CASES[k].x0, y0 = CASES[k].y0;
-            int ww = CASES[k].ww, wh = CASES[k].wh;
-            uint8_t *full = malloc((size_t)dw * dh * 3), *win = malloc((size_t)ww * wh * 3 + 16);
-            memset(win + (size_t)ww * wh * 3, 0xAB, 16); /* guard bytes */
-            swin_resize_rgb8_window(src->data, 97, 61, dw, dh, 0, 0, dw, dh, (swin_interp)mode, pillow, full);
-            swin_resize_rgb8_window(src->data, 97, 61, dw, dh, x0, y0, ww, wh, (swin_interp)mode, pillow, win);
-            int bad = 0;
-            for (int y = 0; y < wh; y++)
-                for (int x = 0; x < ww; x++)
-                    for (int k = 0; k < 3; k++) {
-                        int fx = x0 + x, fy = y0 + y;
-                        int want = fx >= 0 && fy >= 0 && fx < dw && fy < dh ? full[((size_t)fy * dw + fx) * 3 + k] : 0;
-                        bad += win[((size_t)y * ww + x) * 3 + k] != want;
-                    }
-            for (int g = 0; g < 16; g++) bad += win[(size_t)ww * wh * 3 + g] != 0xAB;
-            CHECK(bad == 0, "window %dx%d at (%d,%d) of %dx%d, mode %d, pillow %d: %d values differ", ww, wh, x0,
-                  y0, dw, dh, mode, pillow, bad);
-            free(full);
-            free(win);
+    for (int pillow = 0; pillow <= 12; pillow += 12)
+        for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+            for (int mode = 0; mode < 3; mode++) {
+                int dw = CASES[c].dw, dh = CASES[c].dh, x0 = CASES[c].x0, y0 = CASES[c].y0;
+                int ww = CASES[c].ww, wh = CASES[c].wh;
+                uint8_t *full = malloc((size_t)dw * dh * 3), *win = malloc((size_t)ww * wh * 3 + 16);
+                memset(win + (size_t)ww * wh * 3, 0xAB, 16); /* guard bytes */
+                swin_resize_rgb8_window(src->data, 97, 61, dw, dh, 0, 0, dw, dh, (swin_interp)mode, pillow, full);
+                swin_resize_rgb8_window(src->data, 97, 61, dw, dh, x0, y0, ww, wh, (swin_interp)mode, pillow, win);
+                int bad = 0;
+                for (int y = 0; y < wh; y++)
+                    for (int x = 0; x < ww; x++)
+                        for (int k = 0; k < 3; k++) {
+                            int fx = x0 + x, fy = y0 + y;
+                            int want = fx >= 0 && fy >= 0 && fx < dw && fy < dh ? full[((size_t)fy * dw + fx) * 3 + k]
+                                                                                 : 0;
+                            bad += win[((size_t)y * ww + x) * 3 + k] != want;
+                        }
+                for (int g = 0; g < 16; g++) bad += win[(size_t)ww * wh * 3 + g] != 0xAB;
+                CHECK(bad == 0, "window %dx%d at (%d,%d) of %dx%d, mode %d, pillow %d: %d values differ", ww, wh,
+                      x0, y0, dw, dh, mode, pillow, bad);
+                free(full);
+                free(win);
+            }
         }
-    }
 }
 
 /* ---- preprocessing geometry: timm's resize + center crop, numbers from torchvision */
@@ -376,8 +378,9 @@ static void test_pillow12_resize(int *n_differ, int *n_same) {
         int d12, d13, differs = order_differs(r);
         if (resize_like(r, 12, o12) && resize_like(r, 0, o13)) {
             size_t s12 = same_u8(o12, r->data, r->numel, &d12), s13 = same_u8(o13, r->data, r->numel, &d13);
-            printf("pil12   %-40s pillow 12: %7.3f%% identical; default: %5.1f%% differ, max %d (%s)\n", r->name + 7,
-                   100.0 * s12 / r->numel, 100.0 * (r->numel - s13) / r->numel, d13, differs ? "orders differ" : "same order");
+            printf("pil12   %-40s pillow 12: %7.3f%% identical; default: %5.1f%% differ, max %d (%s)\n",
+                   r->name + 7, 100.0 * s12 / r->numel, 100.0 * (r->numel - s13) / r->numel, d13,
+                   differs ? "orders differ" : "same order");
             CHECK(s12 == r->numel, "%s: pillow 12: %zu of %zu values differ from Pillow 12's, max %d", r->name,
                   r->numel - s12, r->numel, d12);
             if (differs)
@@ -417,8 +420,8 @@ static void test_pillow12_hf(const char *dir, int *n_differ) {
         p.pillow = 0;
         CHECK(swin_preprocess_image(&p, &img, out) == SWIN_OK, "%s: %s", r->name, swin_last_error());
         for (size_t k = 0; k < r->numel; k++) exact13 += out[k] == ((const float *)r->data)[k];
-        printf("pil12   %-40s default: %5.1f%% of values differ (%s)\n", r->name, 100.0 * (r->numel - exact13) / r->numel,
-               order_differs(r) ? "orders differ" : "same order");
+        printf("pil12   %-40s default: %5.1f%% of values differ (%s)\n", r->name,
+               100.0 * (r->numel - exact13) / r->numel, order_differs(r) ? "orders differ" : "same order");
         CHECK(order_differs(r) ? exact13 < r->numel : exact13 == r->numel,
               "%s: default: %zu of %zu values differ from Pillow 12's, metadata '%s'", r->name, r->numel - exact13,
               r->numel, r->meta);
@@ -447,7 +450,8 @@ static void test_pillow_versions(void) {
         int major = -7;
         swin_status st = swin_pillow_parse(CASES[i].s, &major);
         if (CASES[i].major > 0)
-            CHECK(st == SWIN_OK && major == CASES[i].major, "Pillow '%s': status %d, major %d", CASES[i].s, (int)st, major);
+            CHECK(st == SWIN_OK && major == CASES[i].major, "Pillow '%s': status %d, major %d", CASES[i].s, (int)st,
+                  major);
         else
             CHECK(st == SWIN_ERR_ARGUMENT && major == -7 && strstr(swin_last_error(), "Pillow version"),
                   "Pillow '%s' should be refused: status %d, '%s'", CASES[i].s, (int)st, swin_last_error());
