@@ -66,6 +66,11 @@ typedef enum { SWIN_PRE_TIMM = 0, SWIN_PRE_HF = 1 } swin_preprocess_style;
  * transformers: one square window, pad then roll, patch grid ceil(H / p) (README: "Input sizes"). */
 typedef enum { SWIN_FAMILY_TIMM = 0, SWIN_FAMILY_HF = 1 } swin_family;
 typedef enum { SWIN_INTERP_NEAREST = 0, SWIN_INTERP_BILINEAR = 1, SWIN_INTERP_BICUBIC = 2 } swin_interp;
+/* Resizing reproduces Image.resize of this Pillow major version unless told otherwise
+ * (swin_preprocess_params.pillow). Pillow 13 runs the vertical pass first when the height shrinks
+ * more than twice as much as the width; 12 and older always run the horizontal pass first. Both
+ * passes round to 8 bits, so on such shapes the two differ by a few levels. */
+#define SWIN_PILLOW_DEFAULT 13
 
 typedef struct {
     int version;                          /* 1 (Swin) or 2 (Swin V2) */

@@ -9,7 +9,9 @@
 #   - a bad file mixed in: reported on stderr with its path, the others classified, exit 1,
 #     and an {"file", "error"} line in --json;
 #   - usage errors exit 2 (no images, bad flags, a missing model named in the message);
-#   - preprocess writes tensor 'input' [N, 3, 32, 32] F32, and refuses bad images.
+#   - preprocess writes tensor 'input' [N, 3, 32, 32] F32, and refuses bad images;
+#   - --pillow 12 resizes in Pillow 12's order (another input where the height shrinks much more
+#     than the width), --pillow 13 as the default; a bad version exits 2.
 # Skips (77) until weights/digits exists.
 #   usage: cli_classify.sh SWIN_BINARY SOURCE_DIR [BUILD_DIR]
 set -u
@@ -159,8 +161,11 @@ usage_case "bad --preprocess-device" classify --preprocess-device tpu "${pngs[0]
 usage_case "needs --device cuda" classify --preprocess-device gpu "${pngs[0]}"
 usage_case "bad --decoder" classify --decoder stb "${pngs[0]}"
 usage_case "nvjpeg needs --device cuda" classify --decoder nvjpeg "${pngs[0]}"
+usage_case "bad --pillow 'x' (expected a Pillow version" classify --pillow x "${pngs[0]}"
+usage_case "bad --pillow '12.x'" preprocess --pillow 12.x --out "$tmp/x.safetensors" "${pngs[0]}"
 run classify -m "$model" --help
-if [ $rc -eq 0 ] && grep -q "fp16 on cuda" "$tmp/out" && grep -q -- "--list" "$tmp/out"; then ok "--help: exit 0"
+if [ $rc -eq 0 ] && grep -q "fp16 on cuda" "$tmp/out" && grep -q -- "--list" "$tmp/out" &&
+  grep -q -- "--pillow VERSION .*(default 13; Pillow 12" "$tmp/out"; then ok "--help: exit 0, --pillow's default"
 else bad "--help (rc $rc)"; fi
 
 # ---- preprocess
@@ -184,5 +189,21 @@ if [ $rc -eq 1 ] && grep -q "b.png: not an image" "$tmp/err" && [ ! -e "$tmp/bad
   ok "preprocess: bad image -> exit 1, nothing written"
 else bad "preprocess bad image (rc $rc)"; fi
 usage_case "--out" preprocess "${three[0]}"
+
+# ---- --pillow: a portrait image resized to a square (hf), the height shrinking more than twice as
+# much as the width: Pillow 13 resizes vertically first, Pillow 12 horizontally first
+tall=$src/tests/data/preprocess/grey_64x80.png
+pre() { run preprocess -m "$model" --preprocess hf --img-size 56 "$@" "$tall"; }
+pre --pillow 12.3.0 --out "$tmp/p12.safetensors"; r12=$rc; l12=$(cat "$tmp/out")
+pre --pillow 13 --out "$tmp/p13.safetensors"; r13=$rc
+pre --out "$tmp/pdef.safetensors"
+if [ $r12 -eq 0 ] && [ $r13 -eq 0 ] && [ $rc -eq 0 ] && [[ $l12 == *"input [1, 3, 56, 56] (hf, bicubic, Pillow 12)" ]] &&
+  grep -q "input \[1, 3, 56, 56\] (hf, bicubic, Pillow 13)$" "$tmp/out" &&
+  cmp -s "$tmp/p13.safetensors" "$tmp/pdef.safetensors" && ! cmp -s "$tmp/p12.safetensors" "$tmp/p13.safetensors"; then
+  ok "preprocess --pillow 12.3.0: another input (Pillow 12's order); --pillow 13 = the default"
+else bad "preprocess --pillow (rc $r12 $r13 $rc)"; fi
+run classify -m "$model" --pillow 12 "${three[@]}"
+if [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/files.txt"; then ok "classify --pillow 12: upscaled digits, same output"
+else bad "classify --pillow 12 (rc $rc)"; fi
 
 finish cli_classify

@@ -4,11 +4,13 @@
  * Batches: every image of tests/data/preprocess that decodes, in one mixed-size batch; and a
  * synthetic batch (fixed seed) of random sizes from 1x1 to 700x500 plus shapes chosen for each
  * path: tall images (vertical pass first), images already at the target size (passes skipped),
- * one pass skipped either way, a 1500x1100, sizes that repeat (the GPU path plans a size once). Each batch runs under timm and HF, nearest / bilinear /
- * bicubic, S = 224, 97 and 384 (upscaling every fixture), crop_pct 0.875, 0.9, 1.0 and 1.15
- * (padding), three mean/std sets. The output is poisoned with NaN before every run and has a guard
- * zone; the number of floats whose bits differ from the CPU's must be 0, and every pass-order /
- * skip combination and the padding must have been exercised.
+ * one pass skipped either way, a 1500x1100, sizes that repeat (the GPU path plans a size once).
+ * Each batch runs under timm and HF, nearest / bilinear / bicubic, S = 224, 97 and 384 (upscaling
+ * every fixture), crop_pct 0.875, 0.9, 1.0 and 1.15 (padding), three mean/std sets, and the
+ * bilinear / bicubic ones again with Pillow 12's pass order (pillow = 12: always horizontal first).
+ * The output is poisoned with NaN before every run and has a guard zone; the number of floats whose
+ * bits differ from the CPU's must be 0, and every pass-order / skip combination, Pillow 12's order
+ * where Pillow 13's differs, and the padding must have been exercised.
  * Pixels already on the device (the path of a GPU decoder): the fixtures packed at unaligned offsets
  * of one device buffer, through swin_engine_preprocess_device, bit for bit; pointers outside it are
  * refused. The op alone: a hand-made record gives the expected values; corrupt records are refused
@@ -97,21 +99,30 @@ static const float CROPS[] = {0.875f, 0.9f, 1.0f, 1.15f};
 static const char *const INTERP[] = {"nearest", "bilinear", "bicubic"};
 
 /* paths seen, from the plans of the images compared (so the test knows what it covered) */
-enum { SEEN_H11, SEEN_H10, SEEN_H01, SEEN_H00, SEEN_V1, SEEN_V0, SEEN_NEAREST, SEEN_PAD, SEEN_COUNT };
+enum { SEEN_H11, SEEN_H10, SEEN_H01, SEEN_H00, SEEN_V1, SEEN_V0, SEEN_PIL12, SEEN_NEAREST, SEEN_PAD, SEEN_COUNT };
 static const char *const SEEN_NAME[] = {"h-first h+v", "h-first h only", "h-first v only", "no pass",
-                                        "v-first v+h", "v-first v only", "nearest", "padding"};
+                                        "v-first v+h", "v-first v only", "pillow 12 h+v", "nearest", "padding"};
 static long g_seen[SEEN_COUNT];
 
+/* "pillow 12 h+v": horizontal first under pillow = 12 where the default plan goes vertical first
+ * with both passes (the shapes where the two Pillow versions give different bytes) */
 static void note_paths(const swin_preprocess_params *p, const swin_image *im) {
     int rw, rh, x0, y0;
-    swin_resize_plan pl;
+    swin_resize_plan pl, pl13;
     if (swin_preprocess_plan(p, im->width, im->height, &rw, &rh, &x0, &y0) != SWIN_OK) return;
-    if (swin_resize_plan_make(im->width, im->height, rw, rh, x0, y0, p->size, p->size, p->interp, &pl) != SWIN_OK)
+    if (swin_resize_plan_make(im->width, im->height, rw, rh, x0, y0, p->size, p->size, p->interp, p->pillow, &pl) !=
+        SWIN_OK)
         return;
     if (pl.interp == SWIN_INTERP_NEAREST) g_seen[SEEN_NEAREST]++;
     else if (pl.h_first) g_seen[pl.need_h ? (pl.need_v ? SEEN_H11 : SEEN_H10) : (pl.need_v ? SEEN_H01 : SEEN_H00)]++;
     else g_seen[pl.need_h ? SEEN_V1 : SEEN_V0]++;
     if (x0 < 0 || y0 < 0) g_seen[SEEN_PAD]++;
+    if (p->pillow == 12 && pl.h_first && pl.need_h && pl.need_v &&
+        swin_resize_plan_make(im->width, im->height, rw, rh, x0, y0, p->size, p->size, p->interp, 0, &pl13) ==
+            SWIN_OK) {
+        g_seen[SEEN_PIL12] += !pl13.h_first;
+        swin_resize_plan_free(&pl13);
+    }
     swin_resize_plan_free(&pl);
 }
 
@@ -207,8 +218,8 @@ static size_t count_diff(const float *got, const float *ref, size_t n, size_t *f
 static void compare_on(swin_engine *e, const char *set, const swin_preprocess_params *p, const batch *b,
                        const uint8_t *dev, size_t dev_bytes, const swin_image *dev_imgs) {
     char what[160];
-    snprintf(what, sizeof what, "%s %s %s S %d crop %.3g", set, p->style == SWIN_PRE_HF ? "hf" : "timm",
-             INTERP[p->interp], p->size, p->style == SWIN_PRE_HF ? 0.0 : p->crop_pct);
+    snprintf(what, sizeof what, "%s %s %s S %d crop %.3g%s", set, p->style == SWIN_PRE_HF ? "hf" : "timm",
+             INTERP[p->interp], p->size, p->style == SWIN_PRE_HF ? 0.0 : p->crop_pct, p->pillow ? " pil12" : "");
     size_t per = swin_preprocess_floats(p), total = per * (size_t)b->n;
     dev_out out = out_alloc(total);
     swin_status st = dev ? swin_engine_preprocess_device(e, p, dev, dev_bytes, dev_imgs, b->n, out.p)
@@ -244,11 +255,12 @@ static void compare(swin_engine *e, const char *set, const swin_preprocess_param
     compare_on(e, set, p, b, NULL, 0, NULL);
 }
 
-/* the grid of styles, interpolations, sizes and crops over one batch */
-static void compare_grid(swin_engine *e, const char *set, const batch *b) {
+/* the grid of styles, interpolations, sizes and crops over one batch in the pass order of one
+ * Pillow version (12: the filters only; nearest is one pass, the same in every version) */
+static void compare_grid_pillow(swin_engine *e, const char *set, const batch *b, int pillow) {
     int k = 0;
     for (int style = SWIN_PRE_TIMM; style <= SWIN_PRE_HF; style++)
-        for (int in = 0; in < 3; in++)
+        for (int in = pillow == 12 ? SWIN_INTERP_BILINEAR : SWIN_INTERP_NEAREST; in < 3; in++)
             for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++)
                 for (size_t c = 0; c < (style == SWIN_PRE_HF ? 1 : sizeof CROPS / sizeof CROPS[0]); c++, k++) {
                     if (quick() && (s > 0 || (style == SWIN_PRE_TIMM && c != 1 && c != 3))) continue;
@@ -258,11 +270,17 @@ static void compare_grid(swin_engine *e, const char *set, const batch *b) {
                     p.interp = (swin_interp)in;
                     p.size = SIZES[s];
                     p.crop_pct = CROPS[c];
+                    p.pillow = pillow;
                     int nm = k % 3;
                     memcpy(p.mean, NORMS[nm].mean, sizeof p.mean);
                     memcpy(p.std, NORMS[nm].std, sizeof p.std);
                     compare(e, set, &p, b);
                 }
+}
+
+static void compare_grid(swin_engine *e, const char *set, const batch *b) {
+    compare_grid_pillow(e, set, b, 0);    /* the default: Pillow 13 */
+    compare_grid_pillow(e, set, b, 12);
 }
 
 // ---- pixels already on the device (a GPU decoder's output), packed at odd offsets
@@ -281,14 +299,15 @@ static void test_device_pixels(swin_engine *e, const batch *b) {
         di[i] = b->img[i];
         di[i].rgb = dev + off[i];
     }
-    static const struct { int style, interp, size; float crop; } CASES[] = {
-        {SWIN_PRE_TIMM, SWIN_INTERP_BICUBIC, 224, 0.875f}, {SWIN_PRE_HF, SWIN_INTERP_BILINEAR, 97, 0.0f},
-        {SWIN_PRE_TIMM, SWIN_INTERP_NEAREST, 384, 1.15f}, {SWIN_PRE_TIMM, SWIN_INTERP_BILINEAR, 97, 1.15f}};
+    static const struct { int style, interp, size; float crop; int pillow; } CASES[] = {
+        {SWIN_PRE_TIMM, SWIN_INTERP_BICUBIC, 224, 0.875f, 0}, {SWIN_PRE_HF, SWIN_INTERP_BILINEAR, 97, 0.0f, 0},
+        {SWIN_PRE_TIMM, SWIN_INTERP_NEAREST, 384, 1.15f, 0}, {SWIN_PRE_TIMM, SWIN_INTERP_BILINEAR, 97, 1.15f, 0},
+        {SWIN_PRE_HF, SWIN_INTERP_BICUBIC, 97, 0.0f, 12}};
     swin_preprocess_params p;
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         memset(&p, 0, sizeof p);
         p.style = (swin_preprocess_style)CASES[c].style, p.interp = (swin_interp)CASES[c].interp;
-        p.size = CASES[c].size, p.crop_pct = CASES[c].crop;
+        p.size = CASES[c].size, p.crop_pct = CASES[c].crop, p.pillow = CASES[c].pillow;
         memcpy(p.mean, NORMS[c % 3].mean, sizeof p.mean);
         memcpy(p.std, NORMS[c % 3].std, sizeof p.std);
         compare_on(e, "on-device", &p, b, dev, bytes, di);

@@ -1,7 +1,9 @@
 /* test_preprocess.c - image decoding, PIL-exact resizing and timm / HF preprocessing against
- * reference tensors made by tools/export_preprocess.py (tests/data/preprocess/), and the
- * errors for bad images (made in a temporary directory at test time).
- *   build/test_preprocess <source dir>
+ * reference tensors made by tools/export_preprocess.py (tests/data/preprocess/): Pillow 13's
+ * (reference.safetensors, the default) and Pillow 12's (reference_pillow12.safetensors, pillow = 12,
+ * shapes where the two resize in different orders); and the errors for bad images (made in a
+ * temporary directory at test time).
+ *   build/tests/test_preprocess <source dir>
  * Prints, per reference, the share of identical pixels / values and the largest difference. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <cjson/cJSON.h>
@@ -30,29 +32,34 @@ typedef struct {
     char meta[256]; /* __metadata__[name], or "" */
 } ref_tensor;
 
-static uint8_t *g_file;
-static ref_tensor g_t[128];
-static int g_n;
+typedef struct {
+    uint8_t *file;
+    ref_tensor t[128];
+    int n;
+} ref_set;
 
-static int ref_load(const char *path) {
+static ref_set g_ref;   /* reference.safetensors: Pillow 13 */
+static ref_set g_p12;   /* reference_pillow12.safetensors: Pillow 12 */
+
+static int ref_load(const char *path, ref_set *s) {
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
-    g_file = malloc((size_t)size);
-    if (!g_file || fread(g_file, 1, (size_t)size, f) != (size_t)size || size < 8) { fclose(f); return 0; }
+    s->file = malloc((size_t)size);
+    if (!s->file || fread(s->file, 1, (size_t)size, f) != (size_t)size || size < 8) { fclose(f); return 0; }
     fclose(f);
     uint64_t hl = 0;
-    for (int i = 7; i >= 0; i--) hl = hl << 8 | g_file[i];
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | s->file[i];
     if (hl > (uint64_t)size - 8) return 0;
-    cJSON *root = cJSON_ParseWithLength((const char *)g_file + 8, (size_t)hl);
+    cJSON *root = cJSON_ParseWithLength((const char *)s->file + 8, (size_t)hl);
     if (!root) return 0;
-    const uint8_t *data = g_file + 8 + hl;
+    const uint8_t *data = s->file + 8 + hl;
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
-    for (cJSON *e = root->child; e && g_n < 128; e = e->next) {
+    for (cJSON *e = root->child; e && s->n < 128; e = e->next) {
         if (!strcmp(e->string, "__metadata__")) continue;
-        ref_tensor *t = &g_t[g_n++];
+        ref_tensor *t = &s->t[s->n++];
         snprintf(t->name, sizeof t->name, "%s", e->string);
         const char *dt = cJSON_GetObjectItem(e, "dtype")->valuestring;
         t->u8 = !strcmp(dt, "U8");
@@ -68,20 +75,21 @@ static int ref_load(const char *path) {
         snprintf(t->meta, sizeof t->meta, "%s", m && cJSON_IsString(m) ? m->valuestring : "");
     }
     cJSON_Delete(root);
-    return g_n > 0;
+    return s->n > 0;
 }
 
+/* a tensor of reference.safetensors, by name */
 static const ref_tensor *ref_find(const char *name) {
-    for (int i = 0; i < g_n; i++)
-        if (!strcmp(g_t[i].name, name)) return &g_t[i];
+    for (int i = 0; i < g_ref.n; i++)
+        if (!strcmp(g_ref.t[i].name, name)) return &g_ref.t[i];
     return NULL;
 }
 
 /* ---- decoding: our RGB8 vs PIL's convert('RGB'), identical for every format (JPEG through
  * libjpeg-turbo with Pillow's settings; more JPEG kinds in tests/test_jpeg.c) */
 static void test_decode(const char *dir) {
-    for (int i = 0; i < g_n; i++) {
-        const ref_tensor *r = &g_t[i];
+    for (int i = 0; i < g_ref.n; i++) {
+        const ref_tensor *r = &g_ref.t[i];
         if (strncmp(r->name, "decoded.", 8)) continue;
         const char *file = r->name + 8;
         char path[2048 + 200];
@@ -109,79 +117,112 @@ static void test_decode(const char *dir) {
 }
 
 /* ---- resampling: ours vs PIL's resize of the same RGB8 pixels */
-static void test_resize(void) {
+
+/* r is "resize.<file>.<interp>.<W>x<H>": its source (decoded.<file> of reference.safetensors),
+ * interpolation and size; 0 when the name does not parse or the source is missing */
+static int resize_ref_parse(const ref_tensor *r, const ref_tensor **src, swin_interp *mode, int *w, int *h) {
     static const char *const INTERP[] = {"nearest", "bilinear", "bicubic"};
+    char file[160], interp[160], key[200];
+    const char *last = strrchr(r->name, '.'), *mid;
+    if (strncmp(r->name, "resize.", 7) || sscanf(last + 1, "%dx%d", w, h) != 2) return 0;
+    for (mid = last - 1; mid > r->name && *mid != '.'; mid--) {}
+    snprintf(interp, sizeof interp, "%.*s", (int)(last - mid - 1), mid + 1);
+    snprintf(file, sizeof file, "%.*s", (int)(mid - r->name - 7), r->name + 7);
+    snprintf(key, sizeof key, "decoded.%s", file);
+    *src = ref_find(key);
+    for (int m = 0; m < 3; m++)
+        if (!strcmp(interp, INTERP[m])) *mode = (swin_interp)m;
+    return *src != NULL && strcmp(interp, INTERP[*mode]) == 0;
+}
+
+/* identical bytes of a and b [n]; *maxd: the largest difference */
+static size_t same_u8(const uint8_t *a, const uint8_t *b, size_t n, int *maxd) {
+    size_t same = 0;
+    *maxd = 0;
+    for (size_t k = 0; k < n; k++) {
+        int d = abs((int)a[k] - (int)b[k]);
+        same += d == 0;
+        if (d > *maxd) *maxd = d;
+    }
+    return same;
+}
+
+/* out [r's shape] <- our resize of r's source as Pillow `pillow` does; 0 on failure (reported) */
+static int resize_like(const ref_tensor *r, int pillow, uint8_t *out) {
+    const ref_tensor *src = NULL;
+    swin_interp mode = SWIN_INTERP_NEAREST;
+    int w, h;
+    if (!CHECK(resize_ref_parse(r, &src, &mode, &w, &h), "%s: no source or bad interpolation", r->name)) return 0;
+    swin_status st = swin_resize_rgb8_window(src->data, (int)src->shape[1], (int)src->shape[0], w, h, 0, 0, w, h,
+                                             mode, pillow, out);
+    return CHECK(st == SWIN_OK, "%s: %s", r->name, swin_last_error());
+}
+
+/* the default (Pillow 13) against reference.safetensors; and Pillow 12's order, which must differ
+ * from it on some shapes (the height shrinking much more than the width), else the default would
+ * not be telling the versions apart */
+static void test_resize(void) {
     size_t all = 0, all_same = 0;
-    for (int i = 0; i < g_n; i++) {
-        const ref_tensor *r = &g_t[i];
+    int order_sensitive = 0;
+    for (int i = 0; i < g_ref.n; i++) {
+        const ref_tensor *r = &g_ref.t[i];
         if (strncmp(r->name, "resize.", 7)) continue;
-        char file[160], interp[160];
-        int w, h;
-        const char *last = strrchr(r->name, '.'), *mid;
-        if (sscanf(last + 1, "%dx%d", &w, &h) != 2) continue;
-        for (mid = last - 1; mid > r->name && *mid != '.'; mid--) {}
-        snprintf(interp, sizeof interp, "%.*s", (int)(last - mid - 1), mid + 1);
-        snprintf(file, sizeof file, "%.*s", (int)(mid - r->name - 7), r->name + 7);
-        char key[200];
-        snprintf(key, sizeof key, "decoded.%s", file);
-        const ref_tensor *src = ref_find(key);
-        int mode = -1;
-        for (int m = 0; m < 3; m++)
-            if (!strcmp(interp, INTERP[m])) mode = m;
-        if (!CHECK(src && mode >= 0, "%s: no source or bad interpolation", r->name)) continue;
-        uint8_t *out = malloc(r->numel);
-        swin_status st = swin_resize_rgb8(src->data, (int)src->shape[1], (int)src->shape[0], out, w, h,
-                                          (swin_interp)mode);
-        CHECK(st == SWIN_OK, "%s: %s", r->name, swin_last_error());
-        const uint8_t *ref = r->data;
-        size_t same = 0;
-        int maxd = 0;
-        for (size_t k = 0; k < r->numel; k++) {
-            int d = abs((int)out[k] - (int)ref[k]);
-            same += d == 0;
-            if (d > maxd) maxd = d;
-        }
+        uint8_t *out = malloc(r->numel), *o12 = malloc(r->numel);
+        int maxd, maxd12;
+        if (!resize_like(r, 0, out) || !resize_like(r, 12, o12)) { free(out); free(o12); continue; }
+        size_t same = same_u8(out, r->data, r->numel, &maxd), same12 = same_u8(o12, r->data, r->numel, &maxd12);
         all += r->numel;
         all_same += same;
-        printf("resize  %-44s %7.3f%% identical, max diff %d\n", r->name + 7, 100.0 * same / r->numel, maxd);
+        printf("resize  %-44s %7.3f%% identical, max diff %d", r->name + 7, 100.0 * same / r->numel, maxd);
+        if (same12 < r->numel)
+            printf("; as Pillow 12: %.1f%% differ, max %d", 100.0 * (r->numel - same12) / r->numel, maxd12);
+        printf("\n");
+        order_sensitive += same12 < r->numel;
         CHECK(same * 1000 >= r->numel * 999 && maxd <= 1, "%s: %zu of %zu differ, max %d", r->name,
               r->numel - same, r->numel, maxd);
         free(out);
+        free(o12);
     }
-    printf("resize  all: %zu of %zu values identical (%.4f%%)\n", all_same, all, 100.0 * all_same / all);
+    printf("resize  all: %zu of %zu values identical (%.4f%%); %d where Pillow 12's order differs\n", all_same,
+           all, 100.0 * all_same / all, order_sensitive);
     CHECK(all > 0, "no resize references found");
+    CHECK(order_sensitive >= 2, "reference.safetensors: Pillow 12's order differs on %d resizes, expected >= 2",
+          order_sensitive);
 }
 
-/* A window of the resized image equals the same crop of the full resize, zero outside. */
+/* A window of the resized image equals the same crop of the full resize, zero outside; in the
+ * pass order of Pillow 13 and of Pillow 12. */
 static void test_resize_window(void) {
     const ref_tensor *src = ref_find("decoded.grad_97x61.png");
     if (!CHECK(src != NULL, "decoded.grad_97x61.png missing")) return;
     static const struct { int dw, dh, x0, y0, ww, wh; } CASES[] = {
         {112, 71, 24, 4, 64, 64}, {53, 84, -5, 10, 64, 64}, {300, 20, 100, -3, 50, 30},
         {97, 61, 10, 10, 20, 20}, {40, 25, 39, 24, 3, 3}, {20, 20, -30, -30, 10, 10}};
-    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
-        for (int mode = 0; mode < 3; mode++) {
-            int dw = CASES[c].dw, dh = CASES[c].dh, x0 = CASES[c].x0, y0 = CASES[c].y0;
-            int ww = CASES[c].ww, wh = CASES[c].wh;
-            uint8_t *full = malloc((size_t)dw * dh * 3), *win = malloc((size_t)ww * wh * 3 + 16);
-            memset(win + (size_t)ww * wh * 3, 0xAB, 16); /* guard bytes */
-            swin_resize_rgb8(src->data, 97, 61, full, dw, dh, (swin_interp)mode);
-            swin_resize_rgb8_window(src->data, 97, 61, dw, dh, x0, y0, ww, wh, (swin_interp)mode, win);
-            int bad = 0;
-            for (int y = 0; y < wh; y++)
-                for (int x = 0; x < ww; x++)
-                    for (int k = 0; k < 3; k++) {
-                        int fx = x0 + x, fy = y0 + y;
-                        int want = fx >= 0 && fy >= 0 && fx < dw && fy < dh ? full[((size_t)fy * dw + fx) * 3 + k] : 0;
-                        bad += win[((size_t)y * ww + x) * 3 + k] != want;
-                    }
-            for (int g = 0; g < 16; g++) bad += win[(size_t)ww * wh * 3 + g] != 0xAB;
-            CHECK(bad == 0, "window %dx%d at (%d,%d) of %dx%d, mode %d: %d values differ", ww, wh, x0, y0,
-                  dw, dh, mode, bad);
-            free(full);
-            free(win);
+    for (int pillow = 0; pillow <= 12; pillow += 12)
+        for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+            for (int mode = 0; mode < 3; mode++) {
+                int dw = CASES[c].dw, dh = CASES[c].dh, x0 = CASES[c].x0, y0 = CASES[c].y0;
+                int ww = CASES[c].ww, wh = CASES[c].wh;
+                uint8_t *full = malloc((size_t)dw * dh * 3), *win = malloc((size_t)ww * wh * 3 + 16);
+                memset(win + (size_t)ww * wh * 3, 0xAB, 16); /* guard bytes */
+                swin_resize_rgb8_window(src->data, 97, 61, dw, dh, 0, 0, dw, dh, (swin_interp)mode, pillow, full);
+                swin_resize_rgb8_window(src->data, 97, 61, dw, dh, x0, y0, ww, wh, (swin_interp)mode, pillow, win);
+                int bad = 0;
+                for (int y = 0; y < wh; y++)
+                    for (int x = 0; x < ww; x++)
+                        for (int k = 0; k < 3; k++) {
+                            int fx = x0 + x, fy = y0 + y;
+                            int want = fx >= 0 && fy >= 0 && fx < dw && fy < dh ? full[((size_t)fy * dw + fx) * 3 + k]
+                                                                                 : 0;
+                            bad += win[((size_t)y * ww + x) * 3 + k] != want;
+                        }
+                for (int g = 0; g < 16; g++) bad += win[(size_t)ww * wh * 3 + g] != 0xAB;
+                CHECK(bad == 0, "window %dx%d at (%d,%d) of %dx%d, mode %d, pillow %d: %d values differ", ww, wh,
+                      x0, y0, dw, dh, mode, pillow, bad);
+                free(full);
+                free(win);
+            }
         }
-    }
 }
 
 /* ---- preprocessing geometry: timm's resize + center crop, numbers from torchvision */
@@ -246,14 +287,38 @@ static void test_plan_rect(void) {
 }
 
 /* ---- preprocessing values vs timm / transformers */
+/* meta: "size=S ..." or "size=HxW ..." (height x width), then crop_pct, interp, mean and std */
 static int parse_params(const char *meta, swin_preprocess_params *p) {
     char interp[16];
-    if (sscanf(meta, "size=%d crop_pct=%f interp=%15s mean=%f,%f,%f std=%f,%f,%f", &p->size, &p->crop_pct,
-               interp, &p->mean[0], &p->mean[1], &p->mean[2], &p->std[0], &p->std[1], &p->std[2]) != 9)
+    int n = 0, h, w;
+    if (sscanf(meta, "size=%dx%d%n", &h, &w, &n) == 2 && n > 0) p->height = h, p->width = w;
+    else if (sscanf(meta, "size=%d%n", &p->size, &n) != 1 || n == 0) return 0;
+    if (sscanf(meta + n, " crop_pct=%f interp=%15s mean=%f,%f,%f std=%f,%f,%f", &p->crop_pct, interp, &p->mean[0],
+               &p->mean[1], &p->mean[2], &p->std[0], &p->std[1], &p->std[2]) != 8)
         return 0;
     p->interp = !strcmp(interp, "nearest") ? SWIN_INTERP_NEAREST
               : !strcmp(interp, "bilinear") ? SWIN_INTERP_BILINEAR : SWIN_INTERP_BICUBIC;
     return 1;
+}
+
+/* r is "timm.<file>.<k>" or "hf.<file>.<k>": p <- its parameters (style included), *src <- the
+ * decoded.<file> of reference.safetensors, file <- <file>; 0 when any is missing (reported) */
+static int value_ref_parse(const ref_tensor *r, swin_preprocess_params *p, const ref_tensor **src, char *file,
+                           size_t cap) {
+    int hf = !strncmp(r->name, "hf.", 3);
+    *p = (swin_preprocess_params){.style = hf ? SWIN_PRE_HF : SWIN_PRE_TIMM};
+    if (!CHECK(parse_params(r->meta, p), "%s: bad metadata '%s'", r->name, r->meta)) return 0;
+    char key[200];
+    const char *f0 = r->name + (hf ? 3 : 5), *dot = strrchr(r->name, '.');
+    snprintf(file, cap, "%.*s", (int)(dot - f0), f0);
+    snprintf(key, sizeof key, "decoded.%s", file);
+    *src = ref_find(key);
+    return CHECK(*src && r->numel == swin_preprocess_floats(p), "%s: no source or wrong size", r->name);
+}
+
+/* one 8-bit level through the normalisation, plus float rounding */
+static double level_tolerance(const swin_preprocess_params *p) {
+    return 1.0 / 255.0 / fminf(p->std[0], fminf(p->std[1], p->std[2])) + 1e-5;
 }
 
 static void compare_f32(const char *what, const char *name, const float *a, const float *b, size_t n,
@@ -272,21 +337,15 @@ static void compare_f32(const char *what, const char *name, const float *a, cons
 }
 
 static void test_preprocess(const char *dir) {
-    for (int i = 0; i < g_n; i++) {
-        const ref_tensor *r = &g_t[i];
+    for (int i = 0; i < g_ref.n; i++) {
+        const ref_tensor *r = &g_ref.t[i];
         int hf = !strncmp(r->name, "hf.", 3);
         if (!hf && strncmp(r->name, "timm.", 5)) continue;
-        swin_preprocess_params p = {.style = hf ? SWIN_PRE_HF : SWIN_PRE_TIMM};
-        if (!CHECK(parse_params(r->meta, &p), "%s: bad metadata '%s'", r->name, r->meta)) continue;
-        char file[128], key[160], path[2048];
-        const char *f0 = r->name + (hf ? 3 : 5), *dot = strrchr(r->name, '.');
-        snprintf(file, sizeof file, "%.*s", (int)(dot - f0), f0);
-        snprintf(key, sizeof key, "decoded.%s", file);
-        const ref_tensor *src = ref_find(key);
-        if (!CHECK(src && r->numel == swin_preprocess_floats(&p), "%s: no source or wrong size", r->name)) continue;
-        float minstd = fminf(p.std[0], fminf(p.std[1], p.std[2]));
-        /* one 8-bit level through the normalisation, plus float rounding */
-        double tol_px = 1.0 / 255.0 / minstd + 1e-5;
+        swin_preprocess_params p;
+        const ref_tensor *src;
+        char file[128], path[2048];
+        if (!value_ref_parse(r, &p, &src, file, sizeof file)) continue;
+        double tol_px = level_tolerance(&p);
         float *out = malloc(r->numel * sizeof(float));
         /* from PIL's decoded pixels: the resize and arithmetic are the same, expect bit-exact */
         swin_image img = {(int)src->shape[1], (int)src->shape[0], (uint8_t *)src->data};
@@ -302,6 +361,106 @@ static void test_preprocess(const char *dir) {
         compare_f32("  +file", r->name, out, r->data, r->numel, tol_px, NULL);
         free(out);
     }
+}
+
+/* ---- Pillow 12's pass order: reference_pillow12.safetensors, made by Pillow 12. With pillow = 12
+ * every tensor matches bit for bit. Where its metadata says order13=vertical_first (Pillow 13
+ * resizes the other way round and both passes run), the default must differ from it, else the
+ * fixture would not exercise the order; elsewhere (order13=same, the controls) the default matches
+ * it too. A tensor that reference.safetensors also holds must match that with the default. */
+static int order_differs(const ref_tensor *r) { return strstr(r->meta, "order13=vertical_first") != NULL; }
+
+static void test_pillow12_resize(int *n_differ, int *n_same) {
+    for (int i = 0; i < g_p12.n; i++) {
+        const ref_tensor *r = &g_p12.t[i], *r13 = ref_find(r->name);
+        if (strncmp(r->name, "resize.", 7)) continue;
+        uint8_t *o12 = malloc(r->numel), *o13 = malloc(r->numel);
+        int d12, d13, differs = order_differs(r);
+        if (resize_like(r, 12, o12) && resize_like(r, 0, o13)) {
+            size_t s12 = same_u8(o12, r->data, r->numel, &d12), s13 = same_u8(o13, r->data, r->numel, &d13);
+            printf("pil12   %-40s pillow 12: %7.3f%% identical; default: %5.1f%% differ, max %d (%s)\n",
+                   r->name + 7, 100.0 * s12 / r->numel, 100.0 * (r->numel - s13) / r->numel, d13,
+                   differs ? "orders differ" : "same order");
+            CHECK(s12 == r->numel, "%s: pillow 12: %zu of %zu values differ from Pillow 12's, max %d", r->name,
+                  r->numel - s12, r->numel, d12);
+            if (differs)
+                CHECK(s13 < r->numel, "%s: the default order gives Pillow 12's result: the fixture does not "
+                      "exercise the order", r->name);
+            else
+                CHECK(s13 == r->numel, "%s: both versions resize in one order here, yet the default differs "
+                      "in %zu values", r->name, r->numel - s13);
+            if (r13 && CHECK(r13->numel == r->numel, "%s: shapes of the two references differ", r->name))
+                CHECK(same_u8(o13, r13->data, r->numel, &d13) == r->numel, "%s: default differs from Pillow 13's",
+                      r->name);
+            *(differs ? n_differ : n_same) += 1;
+        }
+        free(o12);
+        free(o13);
+    }
+}
+
+static void test_pillow12_hf(const char *dir, int *n_differ) {
+    for (int i = 0; i < g_p12.n; i++) {
+        const ref_tensor *r = &g_p12.t[i];
+        if (strncmp(r->name, "hf.", 3)) continue;
+        swin_preprocess_params p;
+        const ref_tensor *src;
+        char file[128], path[2048];
+        if (!value_ref_parse(r, &p, &src, file, sizeof file)) continue;
+        float *out = malloc(r->numel * sizeof(float));
+        swin_image img = {(int)src->shape[1], (int)src->shape[0], (uint8_t *)src->data};
+        size_t exact = 0, exact13 = 0;
+        p.pillow = 12;
+        CHECK(swin_preprocess_image(&p, &img, out) == SWIN_OK, "%s: %s", r->name, swin_last_error());
+        compare_f32("pil12", r->name, out, r->data, r->numel, 0.0, &exact);
+        CHECK(exact == r->numel, "%s: pillow 12: only %zu of %zu values bit-exact", r->name, exact, r->numel);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        CHECK(swin_preprocess_file(&p, path, out) == SWIN_OK, "%s: %s", path, swin_last_error());
+        compare_f32("  +file", r->name, out, r->data, r->numel, 0.0, NULL);
+        p.pillow = 0;
+        CHECK(swin_preprocess_image(&p, &img, out) == SWIN_OK, "%s: %s", r->name, swin_last_error());
+        for (size_t k = 0; k < r->numel; k++) exact13 += out[k] == ((const float *)r->data)[k];
+        printf("pil12   %-40s default: %5.1f%% of values differ (%s)\n", r->name,
+               100.0 * (r->numel - exact13) / r->numel, order_differs(r) ? "orders differ" : "same order");
+        CHECK(order_differs(r) ? exact13 < r->numel : exact13 == r->numel,
+              "%s: default: %zu of %zu values differ from Pillow 12's, metadata '%s'", r->name, r->numel - exact13,
+              r->numel, r->meta);
+        *n_differ += order_differs(r);
+        free(out);
+    }
+}
+
+static void test_pillow12(const char *dir) {
+    int n_differ = 0, n_same = 0, n_hf = 0;
+    test_pillow12_resize(&n_differ, &n_same);
+    test_pillow12_hf(dir, &n_hf);
+    printf("pil12   %d resizes where the orders differ, %d controls, %d hf transforms where they differ\n", n_differ,
+           n_same, n_hf);
+    CHECK(n_differ >= 4 && n_same >= 2 && n_hf >= 2, "reference_pillow12.safetensors: %d resizes where the orders "
+          "differ (expected >= 4), %d controls (>= 2), %d hf transforms (>= 2)", n_differ, n_same, n_hf);
+}
+
+/* --pillow's parser, and a plan refuses a negative version */
+static void test_pillow_versions(void) {
+    static const struct { const char *s; int major; } CASES[] = {
+        {"12", 12}, {"12.3", 12}, {"12.3.0", 12}, {"13", 13}, {"9.5.0", 9}, {"999", 999},
+        {"x", -1}, {"", -1}, {"12.", -1}, {".12", -1}, {"12..3", -1}, {"12.3.0.1", -1}, {"-12", -1},
+        {"0", -1}, {"1000", -1}, {"12a", -1}, {"12.x", -1}, {" 12", -1}, {"13.0.0.dev0", -1}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        int major = -7;
+        swin_status st = swin_pillow_parse(CASES[i].s, &major);
+        if (CASES[i].major > 0)
+            CHECK(st == SWIN_OK && major == CASES[i].major, "Pillow '%s': status %d, major %d", CASES[i].s, (int)st,
+                  major);
+        else
+            CHECK(st == SWIN_ERR_ARGUMENT && major == -7 && strstr(swin_last_error(), "Pillow version"),
+                  "Pillow '%s' should be refused: status %d, '%s'", CASES[i].s, (int)st, swin_last_error());
+    }
+    CHECK(swin_pillow_parse(NULL, &(int){0}) == SWIN_ERR_ARGUMENT, "Pillow NULL should be refused");
+    swin_resize_plan pl;
+    swin_status st = swin_resize_plan_make(8, 8, 4, 4, 0, 0, 4, 4, SWIN_INTERP_BILINEAR, -1, &pl);
+    CHECK(st == SWIN_ERR_ARGUMENT && strstr(swin_last_error(), "Pillow version -1"), "plan with pillow -1: %d '%s'",
+          (int)st, swin_last_error());
 }
 
 /* ---- bad images: each must fail with SWIN_ERR_IMAGE and a message naming path and problem */
@@ -415,19 +574,23 @@ static void test_extensions(void) {
 
 int main(int argc, char **argv) {
     const char *root = argc > 1 ? argv[1] : ".";
-    char dir[1024], ref[1100];
+    char dir[1024], ref[1100], ref12[1100];
     snprintf(dir, sizeof dir, "%s/tests/data/preprocess", root);
     snprintf(ref, sizeof ref, "%s/reference.safetensors", dir);
-    if (CHECK(ref_load(ref), "cannot read %s", ref)) {
+    snprintf(ref12, sizeof ref12, "%s/reference_pillow12.safetensors", dir);
+    if (CHECK(ref_load(ref, &g_ref), "cannot read %s", ref)) {
         test_decode(dir);
         test_resize();
         test_resize_window();
         test_preprocess(dir);
+        if (CHECK(ref_load(ref12, &g_p12), "cannot read %s", ref12)) test_pillow12(dir);
         test_bad_images(dir);
     }
+    test_pillow_versions();
     test_plan();
     test_plan_rect();
     test_extensions();
-    free(g_file);
+    free(g_ref.file);
+    free(g_p12.file);
     return tu_finish("test_preprocess");
 }

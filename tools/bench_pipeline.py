@@ -25,6 +25,9 @@ Steps (in this order; a step not started by --time-limit records "skipped"):
   parity     `swin preprocess` against timm's eval transform and transformers' ViTImageProcessor
              (PIL backend) on every distinct photo: share of values exactly equal, largest
              difference in 8-bit levels
+Every `swin classify` and `swin preprocess` gets `--pillow MAJOR` of the Pillow installed here
+(PIL.__version__, recorded in the config and the parity step): Pillow 12 and 13 resize some shapes
+in different pass orders, and parity is measured against the Pillow that the references use.
   one_thread `swin preprocess` against Pillow + numpy doing timm's eval transform, both pinned
              to one CPU, on the photos copied 4x
   torch      DataLoader(num_workers=cpu_count, pin_memory) + timm transform + torch.compile
@@ -371,10 +374,24 @@ def step_files(a, ctx):
 
 # ---- swin runs
 
+def installed_pillow():
+    """The installed Pillow's version and major version, or (None, None)."""
+    try:
+        import PIL
+        return PIL.__version__, int(PIL.__version__.split(".")[0])
+    except Exception:
+        return None, None
+
+
+def pillow_flag(a):
+    """`--pillow MAJOR` for swin: resize in the installed Pillow's pass order."""
+    return ["--pillow", str(a.pillow_major)] if a.pillow_major else []
+
+
 def swin_argv(a, ctx, mode, list_path):
     argv = [a.swin, "classify", "--model", ctx["model_dir"], "--device", a.device,
             "--precision", "fp16" if a.device == "cuda" else "fp32", "--batch", str(a.batch),
-            "--json", "--timing", "--list", list_path]
+            "--json", "--timing", "--list", list_path] + pillow_flag(a)
     if mode == "cpu_preprocess":
         argv += ["--preprocess-device", "cpu"]
     elif mode == "nvjpeg":
@@ -545,7 +562,7 @@ def step_bad(a, ctx, run):
 # ---- preprocessing parity and the one-thread comparison
 
 def swin_preprocess(a, ctx, files, out, style=None, cpu=None, timeout=120):
-    argv = [a.swin, "preprocess", "--model", ctx["model_dir"], "--out", out]
+    argv = [a.swin, "preprocess", "--model", ctx["model_dir"], "--out", out] + pillow_flag(a)
     if style:
         argv += ["--preprocess", style]
     argv += files
@@ -613,7 +630,7 @@ def step_parity(a, ctx, run):
     import timm.data
     from safetensors.numpy import load_file
     photos = ctx["photos"]
-    res = {"photos": len(photos)}
+    res = {"photos": len(photos), "pillow": a.pillow_version, "swin_pillow": a.pillow_major}
     std = ctx["data_config"].get("std", IMAGENET_STD)
 
     def one(name, style, reference):
@@ -673,8 +690,9 @@ def step_one_thread(a, ctx, run):
     out = os.path.join(ctx["work"], "one_thread.safetensors")
     tmo = run.timeout(120)
     res = {"files": len(files), "cpu": cpu, "repeats": reps,
-           "swin_command": f"swin preprocess --model MODEL_DIR --out X.safetensors "
-                           f"<{len(files)} files> (pinned to CPU {cpu}, OMP_NUM_THREADS=1)"}
+           "swin_command": " ".join(["swin preprocess --model MODEL_DIR --out X.safetensors"] +
+                                    pillow_flag(a)) +
+                           f" <{len(files)} files> (pinned to CPU {cpu}, OMP_NUM_THREADS=1)"}
     swin_preprocess(a, ctx, files[:8], out, cpu=cpu, timeout=tmo)  # warm-up
     one = [swin_preprocess(a, ctx, files[:1], out, cpu=cpu, timeout=tmo) for _ in range(reps)]
     full = [swin_preprocess(a, ctx, files, out, cpu=cpu, timeout=tmo) for _ in range(reps)]
@@ -979,6 +997,7 @@ def main(argv):
         os._exit(rc)  # results are saved: no waiting on DataLoader / compile-pool teardown
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     a.swin = os.path.abspath(a.swin or os.path.join(root, "build", "swin"))
+    a.pillow_version, a.pillow_major = installed_pillow()
     if not os.path.isdir(a.photos):
         print(f"bench_pipeline: {a.photos}: not a folder", file=sys.stderr)
         return 2
@@ -991,7 +1010,8 @@ def main(argv):
                    "margin": a.margin, "device": a.device,
                    "precision": "fp16" if a.device == "cuda" else "fp32",
                    "photo_dir": os.path.abspath(a.photos), "swin": a.swin,
-                   "time_limit_s": a.time_limit}})
+                   "time_limit_s": a.time_limit, "pillow": a.pillow_version,
+                   "swin_pillow_flag": " ".join(pillow_flag(a)) or None}})
     run = Run(a, report)
     work = a.work_dir or tempfile.mkdtemp(prefix="bench_pipeline_")
     os.makedirs(work, exist_ok=True)

@@ -2,8 +2,11 @@
 """export_preprocess.py - synthetic test images and the reference tensors for
 tests/test_preprocess.c.
 
-Regenerate (overwrites the images and reference.safetensors):
+Regenerate (overwrites the images and reference.safetensors; needs Pillow 13 or newer):
     python3 tools/export_preprocess.py --out tests/data/preprocess
+The Pillow 12 reference (reads the images already there, writes reference_pillow12.safetensors
+only; needs Pillow 12 or older, e.g. in a virtual environment with pillow==12.3.0):
+    python3 tools/export_preprocess.py --out tests/data/preprocess --pillow12
 
 Needs Pillow, numpy, torch, torchvision, timm (1.0.29 was used), transformers (5.17) and
 safetensors. All images are generated here from formulas and a fixed random seed, so they
@@ -17,14 +20,26 @@ reference.safetensors holds
   hf.<file>.<k>                F32 [3, S, S] transformers ViTImageProcessorPil (PIL backend)
 and __metadata__ maps each timm./hf. tensor to its parameters:
   "size=S crop_pct=P interp=bicubic mean=a,b,c std=d,e,f"
+
+reference_pillow12.safetensors holds, made by Pillow 12 (which always resizes horizontally
+first, where Pillow 13 runs the vertical pass first when the height shrinks more than twice as
+much as the width, so the intermediate rounding differs), from the decoded.<file> pixels of
+reference.safetensors:
+  resize.<file>.<interp>.<W>x<H> U8 [H, W, 3]  shapes where the orders differ, and controls
+  hf.<file>.<k>                F32 [3, H, W]  ViTImageProcessorPil of portrait images
+and __metadata__ gives each tensor "order13=vertical_first" (Pillow 13 runs the other order and
+both passes resize, so its result differs) or "order13=same"; hf tensors also their parameters,
+"size=S" or "size=HxW" (height x width).
 """
 import argparse
 import io
 import os
 import struct
+import sys
 import zlib
 
 import numpy as np
+import PIL
 from PIL import Image
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -156,21 +171,100 @@ HF = [  # (file, size, interp, mean, std)
 ]
 
 
+# Pillow 12: shapes where Pillow 13 resizes vertically first (the height shrinks more than twice
+# as much as the width, and both sides change), and controls where both versions agree
+PILLOW12_RESIZES = [  # (file, [(w, h, interps), ...])
+    ("grad_97x61.png", [(90, 20, ("bicubic", "bilinear")), (110, 16, ("bicubic",)),  # order differs
+                        (80, 26, ("bicubic",)),      # just over the rule: 35 > 2 * 17
+                        (80, 27, ("bicubic",)),      # just under: 34 = 2 * 17, same order
+                        (97, 10, ("bilinear",)),     # the rule fires, one pass only: same
+                        (40, 25, ("bicubic",))]),    # the rule does not fire
+    ("grey_64x80.png", [(40, 20, ("bicubic", "bilinear")), (32, 40, ("bicubic",))]),
+    ("photo_160x120_420.jpg", [(150, 12, ("bicubic",))]),
+]
+
+PILLOW12_HF = [  # (file, (height, width), interp, mean, std): a portrait image made smaller
+    ("grey_64x80.png", (49, 49), "bicubic", IMAGENET_MEAN, IMAGENET_STD),
+    ("grey_64x80.png", (20, 36), "bilinear", HALF, HALF),
+]
+
+
 def params(size, crop_pct, interp, mean, std):
     f = lambda v: ",".join(repr(float(x)) for x in v)
     return f"size={size} crop_pct={crop_pct!r} interp={interp} mean={f(mean)} std={f(std)}"
 
 
+def order13(w, h, ow, oh):
+    """Pillow 13 resizes vertically first ((h - oh) > 0 and (h - oh) > 2 (w - ow), Resample.c
+    ImagingResampleInner) and both passes run: then its result differs from Pillow 12's."""
+    v_first = h - oh > 0 and h - oh > (w - ow) * 2
+    return "vertical_first" if v_first and w != ow else "same"
+
+
+def hf_processor(size, interp, mean, std):
+    from transformers.image_utils import PILImageResampling
+    from transformers.models.vit.image_processing_pil_vit import ViTImageProcessorPil
+    h, w = size if isinstance(size, tuple) else (size, size)
+    return ViTImageProcessorPil(size={"height": h, "width": w},
+                                resample=PILImageResampling[interp.upper()],
+                                image_mean=list(mean), image_std=list(std))
+
+
+def pillow_major():
+    return int(PIL.__version__.split(".")[0])
+
+
+def write_pillow12(out):
+    """reference_pillow12.safetensors from the images in out, checked to decode to the pixels
+    that reference.safetensors holds (the C test resizes those)."""
+    from safetensors.numpy import load_file, save_file
+    ref = load_file(os.path.join(out, "reference.safetensors"))
+    decoded = {}
+    for name in {n for n, _ in PILLOW12_RESIZES} | {n for n, *_ in PILLOW12_HF}:
+        rgb = np.array(Image.open(os.path.join(out, name)).convert("RGB"))
+        if not np.array_equal(rgb, ref[f"decoded.{name}"]):
+            sys.exit(f"{name}: Pillow {PIL.__version__} decodes it differently from reference.safetensors")
+        decoded[name] = rgb
+    tensors, meta = {}, {}
+    for name, shapes in PILLOW12_RESIZES:
+        src = Image.fromarray(decoded[name])
+        for w, h, interps in shapes:
+            for interp in interps:
+                key = f"resize.{name}.{interp}.{w}x{h}"
+                tensors[key] = np.array(src.resize((w, h), INTERP[interp]))
+                meta[key] = f"order13={order13(src.width, src.height, w, h)}"
+    for k, (name, (h, w), interp, mean, std) in enumerate(PILLOW12_HF):
+        out_px = hf_processor((h, w), interp, mean, std)(Image.fromarray(decoded[name]), return_tensors="np")
+        key = f"hf.{name}.{k}"
+        tensors[key] = np.ascontiguousarray(out_px["pixel_values"][0].astype(np.float32))
+        size = h if h == w else f"{h}x{w}"
+        rows, cols = decoded[name].shape[:2]
+        meta[key] = params(size, 1.0, interp, mean, std) + f" order13={order13(cols, rows, w, h)}"
+    path = os.path.join(out, "reference_pillow12.safetensors")
+    save_file(tensors, path, metadata=meta)
+    os.chmod(path, 0o644)
+    print(f"wrote {len(tensors)} tensors made by Pillow {PIL.__version__} to {path} "
+          f"({os.path.getsize(path) / 1e3:.0f} kB)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output directory (tests/data/preprocess)")
+    ap.add_argument("--pillow12", action="store_true",
+                    help="write reference_pillow12.safetensors from the images in --out (Pillow <= 12)")
     args = ap.parse_args()
+    if args.pillow12:
+        if pillow_major() >= 13:
+            sys.exit(f"--pillow12 needs Pillow 12 or older; this is Pillow {PIL.__version__}")
+        write_pillow12(args.out)
+        return
+    if pillow_major() < 13:
+        sys.exit(f"reference.safetensors follows Pillow 13's resize; this is Pillow {PIL.__version__} "
+                 f"(run with Pillow 13, or use --pillow12)")
     os.makedirs(args.out, exist_ok=True)
 
     import timm.data
     from safetensors.numpy import save_file
-    from transformers.image_utils import PILImageResampling
-    from transformers.models.vit.image_processing_pil_vit import ViTImageProcessorPil
 
     decoded = make_images(args.out)
     tensors, meta = {}, {}
@@ -188,9 +282,7 @@ def main():
         tensors[key] = tf(Image.fromarray(decoded[name])).numpy().astype(np.float32)
         meta[key] = params(size, crop_pct, interp, mean, std)
     for k, (name, size, interp, mean, std) in enumerate(HF):
-        proc = ViTImageProcessorPil(size={"height": size, "width": size},
-                                    resample=PILImageResampling[interp.upper()],
-                                    image_mean=list(mean), image_std=list(std))
+        proc = hf_processor(size, interp, mean, std)
         out = proc(Image.fromarray(decoded[name]), return_tensors="np")["pixel_values"][0]
         key = f"hf.{name}.{k}"
         tensors[key] = np.ascontiguousarray(out.astype(np.float32))

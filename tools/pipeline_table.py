@@ -271,8 +271,10 @@ def section_parity(doc, out, errs):
     par = section_start(doc, out, errs, "parity", "### Preprocessing parity", "parity")
     if par is None:
         return
-    out.append(f"`swin preprocess` on the {par.get('photos', '?')} distinct photos against the "
-               "Python pipelines it reproduces; a difference in 8-bit levels is "
+    flag = f" --pillow {par['swin_pillow']}" if par.get("swin_pillow") else ""
+    with_pil = f" with Pillow {par['pillow']}" if par.get("pillow") else ""
+    out.append(f"`swin preprocess{flag}` on the {par.get('photos', '?')} distinct photos against the "
+               f"Python pipelines it reproduces{with_pil}; a difference in 8-bit levels is "
                "|Δ| · std[c] · 255.")
     out.append("")
     out.append("| swin preprocess vs | images | values exactly equal | images identical | "

@@ -29,6 +29,13 @@ int cli_parse_size(const char *s, int *h, int *w);
 #define CLI_IMG_SIZE_HELP                                                                      \
     "      --img-size H[xW]    run the model at this input size (H x W, or H x H) instead of\n" \
     "                          its config's, as timm.create_model(img_size=...) would\n"
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+/* --pillow: parsed with swin_pillow_parse (preprocess.h) */
+#define CLI_PILLOW_HELP                                                                          \
+    "      --pillow VERSION    resize as this Pillow version does (default " CLI_STR(SWIN_PILLOW_DEFAULT) "; Pillow 12\n" \
+    "                          and older always resize horizontally first, which differs by a few\n" \
+    "                          levels when the height shrinks much more than the width)\n"
 /* strict integer / float parsing; 0 on success */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_float(const char *s, float *out);

@@ -1,6 +1,7 @@
 /* cmd_classify.c - `swin classify`: top-K labels for images, files or directories.
  *
- *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device cpu|cuda[:N]] IMAGE... | DIR
+ *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device cpu|cuda[:N]]
+ *                 [--pillow VERSION] IMAGE... | DIR
  *   swin classify --list FILE ...
  *
  * Images go through the pipeline of src/image/pipeline.h: decoder threads, batches of N in flight
@@ -37,6 +38,7 @@ typedef struct {
     const char *model, *arch, *list, *style;
     int top, json, batch, device_index, threads, timing;
     int img_h, img_w;   /* --img-size, 0: the config's */
+    int pillow;         /* --pillow major version, 0: SWIN_PILLOW_DEFAULT */
     swin_preprocess_device pre_device;
     swin_decoder decoder;
     swin_device device;
@@ -65,6 +67,7 @@ static void usage(FILE *f) {
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
             "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly)\n"
             "      --timing            print the time per stage on stderr at the end\n"
+            CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP
             "  -h, --help              this help\n"
             "Exit status: 0 all images classified, 1 some image failed, 2 usage error.\n",
@@ -89,6 +92,11 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
             VALUE();
             if (cli_parse_size(v, &a->img_h, &a->img_w))
                 return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+        }
+        else if (!strcmp(f, "--pillow")) {
+            VALUE();
+            if (swin_pillow_parse(v, &a->pillow) != SWIN_OK)
+                return cli_usage_error(CMD, "bad --pillow '%s' (expected a Pillow version such as 12 or 12.3.0)", v);
         }
         else if (cli_flag(f, "-t", "--threads")) {
             VALUE();
@@ -344,6 +352,7 @@ static int classify(const classify_args *a, const path_list *paths, int inputs_f
     const swin_config *cfg = swin_model_config(model);
     swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
     if (a->style) swin_preprocess_style_parse(a->style, &pp.style);
+    pp.pillow = a->pillow;
     if (cfg->in_chans != 3) {
         swin_model_free(model);
         return cli_usage_error(CMD, "%s: model takes %d input channels; images have 3", a->model, cfg->in_chans);

@@ -1,6 +1,7 @@
 /* cmd_preprocess.c - `swin preprocess`: write the model input for images to a .safetensors file.
  *
- *   swin preprocess [--model PATH] [--arch NAME] --out FILE.safetensors [--preprocess timm|hf] IMAGE...
+ *   swin preprocess [--model PATH] [--arch NAME] --out FILE.safetensors [--preprocess timm|hf]
+ *                   [--pillow VERSION] IMAGE...
  *
  * Writes one F32 tensor `input` [N, 3, H, W] with the images in the order given, preprocessed as
  * the model's config says (or as --preprocess overrides). Useful to compare with timm /
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
             "  -o, --out FILE          output .safetensors file (required)\n"
             "      --preprocess STYLE  timm (resize shorter side, center crop) or hf (resize to S x S);\n"
             "                          default: the model's own\n"
+            CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP
             "  -h, --help              this help\n",
             cli_default_model());
@@ -35,7 +37,7 @@ static void usage(FILE *f) {
 int cmd_preprocess(int argc, char **argv) {
     const char *model_path = NULL, *arch = NULL, *out = NULL, *style = NULL;
     const char **images = calloc((size_t)argc, sizeof *images);
-    int n = 0, rc = EXIT_USAGE, img_h = 0, img_w = 0;
+    int n = 0, rc = EXIT_USAGE, img_h = 0, img_w = 0, pillow = 0;
     if (!images) return cli_usage_error(CMD, "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -44,6 +46,14 @@ int cmd_preprocess(int argc, char **argv) {
         else if (cli_flag(f, "-a", "--arch")) { if (!(arch = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (cli_flag(f, "-o", "--out")) { if (!(out = cli_value(CMD, argc, argv, &i))) goto done; }
         else if (!strcmp(f, "--preprocess")) { if (!(style = cli_value(CMD, argc, argv, &i))) goto done; }
+        else if (!strcmp(f, "--pillow")) {
+            const char *v = cli_value(CMD, argc, argv, &i);
+            if (!v) goto done;
+            if (swin_pillow_parse(v, &pillow) != SWIN_OK) {
+                rc = cli_usage_error(CMD, "bad --pillow '%s' (expected a Pillow version such as 12 or 12.3.0)", v);
+                goto done;
+            }
+        }
         else if (!strcmp(f, "--img-size")) {
             const char *v = cli_value(CMD, argc, argv, &i);
             if (!v) goto done;
@@ -76,6 +86,7 @@ int cmd_preprocess(int argc, char **argv) {
     swin_preprocess_params pp = swin_preprocess_params_from_config(swin_model_config(model));
     swin_model_free(model);
     if (style) pp.style = st_override;
+    pp.pillow = pillow;
 
     size_t per = swin_preprocess_floats(&pp);
     int oh = swin_preprocess_height(&pp), ow = swin_preprocess_width(&pp);
@@ -105,9 +116,10 @@ int cmd_preprocess(int argc, char **argv) {
             fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
             rc = EXIT_FAILED;
         } else {
-            printf("%s: input [%d, 3, %d, %d] (%s, %s)\n", out, n, oh, ow,
+            printf("%s: input [%d, 3, %d, %d] (%s, %s, Pillow %d)\n", out, n, oh, ow,
                    swin_preprocess_style_str(pp.style),
-                   pp.interp == SWIN_INTERP_BICUBIC ? "bicubic" : pp.interp == SWIN_INTERP_BILINEAR ? "bilinear" : "nearest");
+                   pp.interp == SWIN_INTERP_BICUBIC ? "bicubic" : pp.interp == SWIN_INTERP_BILINEAR ? "bilinear" : "nearest",
+                   pp.pillow ? pp.pillow : SWIN_PILLOW_DEFAULT);
         }
     } else {
         fprintf(stderr, "swin %s: nothing written to %s\n", CMD, out);

@@ -3,9 +3,9 @@
  * Per call:
  *   plan     on the host, per image size (images of one size share it): the timm / HF geometry
  *            (swin_preprocess_plan) and Pillow's resize plan of the S x S window
- *            (swin_resize_plan_make: the very plan the CPU path applies), flattened into
- *            swin_pre_image records and one int32 coefficient array, written to page-locked
- *            staging in the layout of its device copy (one transfer)
+ *            (swin_resize_plan_make with p->pillow's pass order: the very plan the CPU path
+ *            applies), flattened into swin_pre_image records and one int32 coefficient array,
+ *            written to page-locked staging in the layout of its device copy (one transfer)
  *   upload   each image's pixels (the caller's memory: page-locked from swin_engine_host_alloc
  *            makes the copy asynchronous, pageable works too) into one device buffer; pixels
  *            already on the device (swin_engine_preprocess_device, a GPU decoder) are used in place
@@ -127,7 +127,7 @@ static swin_status make_plans(const swin_preprocess_params *p, const swin_image 
         swin_status st = swin_preprocess_plan(p, w, h, &rw, &rh, &x0, &y0);
         if (st == SWIN_OK)
             st = swin_resize_plan_make(w, h, rw, rh, x0, y0, swin_preprocess_width(p), swin_preprocess_height(p),
-                                       p->interp, &plans[i]);
+                                       p->interp, p->pillow, &plans[i]);
         if (st != SWIN_OK) return swin_fail_prefix(st, "image %d (%dx%d)", i, w, h);
         *n_coef += plans[i].h.len + plans[i].v.len;
     }

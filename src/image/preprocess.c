@@ -2,6 +2,7 @@
  * Test: build/test_preprocess (compares with tensors made by tools/export_preprocess.py). */
 #include "preprocess.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,26 @@ swin_status swin_preprocess_style_parse(const char *s, swin_preprocess_style *ou
     if (s && !strcmp(s, "timm")) { *out = SWIN_PRE_TIMM; return SWIN_OK; }
     if (s && !strcmp(s, "hf")) { *out = SWIN_PRE_HF; return SWIN_OK; }
     return swin_fail(SWIN_ERR_ARGUMENT, "preprocess style '%s': expected timm or hf", s ? s : "(null)");
+}
+
+swin_status swin_pillow_parse(const char *s, int *major) {
+    const char *c = s;
+    long v0 = -1;
+    for (int parts = 0; c && parts < 3;) {   /* up to three numbers joined by '.' */
+        if (*c < '0' || *c > '9') { c = NULL; break; }
+        char *end;
+        errno = 0;
+        long v = strtol(c, &end, 10);
+        if (errno) { c = NULL; break; }
+        if (parts++ == 0) v0 = v;
+        if (*end == '\0') { c = end; break; }
+        c = *end == '.' && parts < 3 ? end + 1 : NULL;
+    }
+    if (!c || *c || v0 < 1 || v0 > 999)
+        return swin_fail(SWIN_ERR_ARGUMENT, "Pillow version '%s': expected MAJOR[.MINOR[.PATCH]], e.g. 12 or 12.3.0",
+                         s ? s : "(null)");
+    *major = (int)v0;
+    return SWIN_OK;
 }
 
 /* Python's round() on d / 2.0 for an integer d >= 0: halves go to the even neighbour. */
@@ -136,7 +157,7 @@ swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_im
     if (!win) return swin_fail(SWIN_ERR_MEMORY, "preprocess: out of memory");
     /* an image already at the resized size is used as is (torchvision and PIL skip the resize) */
     swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, ow, oh,
-                                             p->interp, win);
+                                             p->interp, p->pillow, win);
     if (st != SWIN_OK) { free(win); return st; }
     size_t plane = (size_t)oh * ow;
     for (int c = 0; c < 3; c++) {

@@ -15,8 +15,9 @@
  *   model's interpolation, as here; timm 1.0.29 used bilinear there (it did not pass it on).
  * hf (transformers 5.17 ViTImageProcessor, PIL backend, size {height: H, width: W}):
  *   PIL resize straight to H x W; rescale (float32)(x * (1/255 in double)); normalise.
- * Both match the reference libraries bit for bit when the decoded RGB8 image is the same
- * (tests/test_preprocess.c prints the measured differences).
+ * Both match the reference libraries bit for bit when the decoded RGB8 image is the same and
+ * `pillow` names the installed Pillow's major version (tests/test_preprocess.c prints the measured
+ * differences against Pillow 13 and Pillow 12).
  */
 #ifndef SWIN_PREPROCESS_H
 #define SWIN_PREPROCESS_H
@@ -36,6 +37,9 @@ typedef struct {
     int height, width; /* ... or, when both are set, [3, height, width] (non-square models) */
     float crop_pct;    /* timm only; 0 means timm's default 0.875 */
     float mean[3], std[3];
+    int pillow;        /* resize as this Pillow major version does; 0: SWIN_PILLOW_DEFAULT (13).
+                        * 12 and older always resize horizontally first, 13 vertically first when
+                        * the height shrinks more than twice as much as the width (swin.h) */
 } swin_preprocess_params;
 
 /* Output rows and columns of p: (height, width) when set, else (size, size). */
@@ -121,6 +125,10 @@ void swin_session_host_free(swin_session *s, void *ptr);
 /* "cpu" / "gpu" (AUTO prints "auto") */
 const char *swin_preprocess_device_str(swin_preprocess_device d);
 swin_status swin_preprocess_device_parse(const char *s, swin_preprocess_device *out);
+
+/* A Pillow version, "MAJOR[.MINOR[.PATCH]]" ("12", "12.3", "12.3.0"): its major version (1 to 999),
+ * which is all that the resize depends on. */
+swin_status swin_pillow_parse(const char *s, int *major);
 
 /* "timm" / "hf" */
 const char *swin_preprocess_style_str(swin_preprocess_style s);

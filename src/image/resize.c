@@ -2,14 +2,14 @@
  *
  * Follows Pillow's libImaging/Resample.c (precompute_coeffs, normalize_coeffs_8bpc,
  * ImagingResampleHorizontal/Vertical_8bpc, ImagingResampleInner) and, for nearest,
- * libImaging/Geometry.c ImagingScaleAffine, as in Pillow 13.0 (which runs the vertical pass
- * first when the height shrinks much more than the width; older Pillow always went horizontal
- * first, so results on such shapes differ by 1 level between Pillow versions). Arithmetic is kept in the same order and the
- * same types so that results match bit for bit; the windowed form computes only the
- * coefficients and rows that the window needs. A resize is a plan (swin_resize_plan: pass order,
+ * libImaging/Geometry.c ImagingScaleAffine, as in Pillow 12.3 and 13.0, which differ only in the
+ * pass order (Pillow 13 runs the vertical pass first when the height shrinks much more than the
+ * width; the caller picks the version). Arithmetic is kept in the same order and the same types
+ * so that results match bit for bit; the windowed form computes only the coefficients and rows
+ * that the window needs. A resize is a plan (swin_resize_plan: pass order,
  * regions, coefficients) then its application; the GPU path (kernels/preprocess.cu) applies the
  * same plan, so the CPU and the GPU share one source of coefficients.
- * Test: build/test_preprocess (>= 99.9% of pixels identical to PIL, none more than 1 apart).
+ * Test: build/tests/test_preprocess (against Pillow 13 and Pillow 12 references).
  */
 #include "resize.h"
 
@@ -129,6 +129,18 @@ static void tap_range(const swin_resize_axis *c, int *lo, int *hi) {
 
 // ---- the plan
 
+/* The Pillow version whose pass order to follow. Pillow 13.0 added the rule: "if height is being
+ * scaled down more than twice the amount the width is, run the vertical pass first"; older
+ * versions always ran the horizontal pass first. The order changes the intermediate rounding. */
+#define PILLOW_V_FIRST_SINCE 13
+
+static int pillow_h_first(int pillow, int sw, int sh, int dw, int dh) {
+    if (pillow == 0) pillow = SWIN_PILLOW_DEFAULT;
+    if (pillow < PILLOW_V_FIRST_SINCE) return 1;
+    int64_t dy = (int64_t)sh - dh, dx = (int64_t)sw - dw;
+    return !(dy > 0 && dy > dx * 2);
+}
+
 void swin_resize_plan_free(swin_resize_plan *plan) {
     if (!plan) return;
     free(plan->h.first); /* first is the start of each axis's one block */
@@ -137,7 +149,7 @@ void swin_resize_plan_free(swin_resize_plan *plan) {
 }
 
 swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int wy0, int ww, int wh,
-                                  swin_interp interp, swin_resize_plan *plan) {
+                                  swin_interp interp, int pillow, swin_resize_plan *plan) {
     swin_resize_plan *pl = plan;
     if (!pl) return swin_fail(SWIN_ERR_ARGUMENT, "resize: NULL plan");
     *pl = (swin_resize_plan){0};
@@ -146,6 +158,9 @@ swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int w
                          dw, dh, ww, wh);
     if (interp != SWIN_INTERP_NEAREST && interp != SWIN_INTERP_BILINEAR && interp != SWIN_INTERP_BICUBIC)
         return swin_fail(SWIN_ERR_ARGUMENT, "resize: unknown interpolation %d", (int)interp);
+    if (pillow < 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize: Pillow version %d (expected a major version, or 0 for %d)",
+                         pillow, SWIN_PILLOW_DEFAULT);
     pl->interp = interp;
     pl->sw = sw, pl->sh = sh, pl->dw = dw, pl->dh = dh;
     pl->wx0 = wx0, pl->wy0 = wy0, pl->ww = ww, pl->wh = wh;
@@ -170,10 +185,7 @@ swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int w
     }
     pl->need_h = dw != sw;
     pl->need_v = dh != sh;
-    /* Pillow 13: "if height is being scaled down more than twice the amount the width is, run
-     * the vertical pass first". The order changes the intermediate rounding, so follow it. */
-    int64_t dy = (int64_t)sh - dh, dx = (int64_t)sw - dw;
-    pl->h_first = !(dy > 0 && dy > dx * 2);
+    pl->h_first = pillow_h_first(pillow, sw, sh, dw, dh);
     st = SWIN_OK;
     if (pl->need_v) st = coeffs_make(sh, dh, iy0, ny, interp, &pl->v);
     if (st == SWIN_OK && pl->need_h) st = coeffs_make(sw, dw, ix0, nx, interp, &pl->h);
@@ -292,11 +304,11 @@ swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *
 
 swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, int dh,
                                     int wx0, int wy0, int ww, int wh, swin_interp interp,
-                                    uint8_t *dst) {
+                                    int pillow, uint8_t *dst) {
     if (!src || !dst)
         return swin_fail(SWIN_ERR_ARGUMENT, "resize %dx%d -> %dx%d: NULL source or destination", sw, sh, dw, dh);
     swin_resize_plan plan;
-    SWIN_TRY(swin_resize_plan_make(sw, sh, dw, dh, wx0, wy0, ww, wh, interp, &plan));
+    SWIN_TRY(swin_resize_plan_make(sw, sh, dw, dh, wx0, wy0, ww, wh, interp, pillow, &plan));
     swin_status st = swin_resize_plan_apply(&plan, src, dst);
     swin_resize_plan_free(&plan);
     return st;
@@ -304,5 +316,5 @@ swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, 
 
 swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                              swin_interp interp) {
-    return swin_resize_rgb8_window(src, sw, sh, dw, dh, 0, 0, dw, dh, interp, dst);
+    return swin_resize_rgb8_window(src, sw, sh, dw, dh, 0, 0, dw, dh, interp, 0, dst);
 }

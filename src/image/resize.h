@@ -5,11 +5,18 @@
  *
  * Bicubic (a = -0.5) and bilinear follow Pillow's ImagingResample (libImaging/Resample.c):
  * filter support widened by the scale when downscaling (antialiasing), coefficients in
- * 22-bit fixed point, a horizontal and a vertical pass (vertical first when the height
- * shrinks more than twice as much as the width, as Pillow 13 does), each rounded and clamped
- * to 8 bits, and a pass skipped when its size does not change. Nearest follows Pillow's
- * ImagingScaleAffine (source position accumulated in double, truncated).
- * Images are [height, width, 3] row-major. Test: build/test_preprocess (compares with PIL).
+ * 22-bit fixed point, a horizontal and a vertical pass, each rounded and clamped to 8 bits, and
+ * a pass skipped when its size does not change. The pass order is the Pillow version's, so the
+ * rounding is too (`pillow` below). Nearest follows Pillow's ImagingScaleAffine (source position
+ * accumulated in double, truncated); it is one pass, the same in every version.
+ *
+ * pillow: the major version of the Pillow to reproduce, as swin_preprocess_params.pillow.
+ *   0      SWIN_PILLOW_DEFAULT (13)
+ *   1..12  the horizontal pass always first
+ *   >= 13  the vertical pass first when the height shrinks more than twice as much as the width
+ *          ((sh - dh) > 0 && (sh - dh) > 2 * (sw - dw), Pillow 13's ImagingResampleInner)
+ *   < 0    refused (SWIN_ERR_ARGUMENT)
+ * Images are [height, width, 3] row-major. Test: build/tests/test_preprocess (compares with PIL).
  */
 #ifndef SWIN_RESIZE_H
 #define SWIN_RESIZE_H
@@ -21,7 +28,7 @@
  * the negative lobes (Pillow's PRECISION_BITS). The GPU kernels (kernels/preprocess.cu) use it too. */
 #define SWIN_RESIZE_PRECISION_BITS (32 - 8 - 2)
 
-/* dst [dh, dw, 3] <- src [sh, sw, 3] resized. */
+/* dst [dh, dw, 3] <- src [sh, sw, 3] resized, as SWIN_PILLOW_DEFAULT does. */
 swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                              swin_interp interp);
 
@@ -30,7 +37,7 @@ swin_status swin_resize_rgb8(const uint8_t *src, int sw, int sh, uint8_t *dst, i
  * full image. Window pixels outside the resized image are 0 (torchvision's CenterCrop pad). */
 swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, int dh,
                                     int wx0, int wy0, int ww, int wh, swin_interp interp,
-                                    uint8_t *dst);
+                                    int pillow, uint8_t *dst);
 
 /* ---- the plan of a windowed resize: everything swin_resize_rgb8_window works out before it
  * touches a pixel. The CPU applies it with swin_resize_plan_apply; the GPU preprocessing
@@ -39,7 +46,7 @@ swin_status swin_resize_rgb8_window(const uint8_t *src, int sw, int sh, int dw, 
  * The window [wx0, wx0 + ww) x [wy0, wy0 + wh) of the [dh, dw] resized image; its visible part
  * [ix0, ix1) x [iy0, iy1) (nx = ix1 - ix0 columns, ny = iy1 - iy0 rows; both 0 when the window
  * misses the image). Window pixels outside the visible part are 0.
- * Bilinear / bicubic, two passes through an RGB8 intermediate (Pillow's order rule in h_first):
+ * Bilinear / bicubic, two passes through an RGB8 intermediate (h_first: the order of `pillow`):
  *   h_first:  tmp [r1 - r0, nx]  = horizontal pass (axis h) of source rows [r0, r1), or a copy of
  *                                  their columns [ix0, ix1) when !need_h (then sw == dw);
  *             out [ny, nx]       = vertical pass (axis v) of tmp, or a copy when !need_v
@@ -65,14 +72,15 @@ typedef struct {
     int wx0, wy0, ww, wh;        /* the window, in resized coordinates */
     int ix0, ix1, iy0, iy1;      /* its visible part */
     int need_h, need_v;          /* filters: the width / the height changes (else that pass is skipped) */
-    int h_first;                 /* filters: horizontal pass first */
+    int h_first;                 /* filters: horizontal pass first (always, for pillow 1..12) */
     int r0, r1, c0, c1;          /* filters: the intermediate's source rows (h_first) / columns */
     swin_resize_axis h, v;
 } swin_resize_plan;
 
-/* Work out the plan (validates the sizes and the interpolation). Free with swin_resize_plan_free. */
+/* Work out the plan (validates the sizes, the interpolation and pillow). Free with
+ * swin_resize_plan_free. */
 swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int wy0, int ww, int wh,
-                                  swin_interp interp, swin_resize_plan *plan);
+                                  swin_interp interp, int pillow, swin_resize_plan *plan);
 void swin_resize_plan_free(swin_resize_plan *plan);
 /* dst [wh, ww, 3] <- the plan applied to src [sh, sw, 3] (swin_resize_rgb8_window's result). */
 swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst);
