@@ -351,8 +351,10 @@ def section_one_thread(doc, out, errs):
     out.append(f"{ot['files']} files (the photos copied {copies}x), {where}, best of "
                f"{ot.get('repeats')} runs. swin: {ot.get('swin_command', '`swin preprocess`')}; "
                "its process start and model load (the same command on one file) are taken off "
-               "for the ratio. Pillow + numpy: open, convert RGB, shorter side to "
-               "floor(224 / 0.9) bicubic, center crop, /255, normalise, CHW, in this process.")
+               "for the ratio; its tensors are written to /dev/null, as the Python side writes "
+               "no file either. Pillow + numpy: open, convert RGB, shorter side to "
+               "floor(224 / 0.9) bicubic, center crop, /255, normalise, CHW, into a preallocated "
+               "array, in this process.")
     out.append("")
     out.append("| | best s | img/s | vs Pillow + numpy |")
     out.append("|---|--:|--:|--:|")
