@@ -1,17 +1,19 @@
-/* pipeline.c - decoder threads feeding one session, batches in input order (see pipeline.h).
+/* pipeline.c - decoder threads feeding one session or several, batches in input order (see
+ * pipeline.h; the slots and lanes are described in pipeline_impl.h).
  *
  * Slots: `depth` of them, each holding one batch: per image the decoded picture (its pixels
  * copied into the slot's page-locked arena when they fit) or its message, and, when the CPU
  * preprocesses, the [batch, 3, S, S] input. A decoder thread takes the next input index, waits
- * until the slot of its batch is handed out, decodes, and counts the batch down; the caller
- * waits for the batch it needs next, runs it, reports every image in order and hands the slot
- * to the batch `depth` further on. One mutex guards the counters; the work happens outside it.
- * Test: build/tests/test_pipeline (ordering, bad files, both preprocessing paths).
+ * until the slot of its batch is handed out, decodes, and counts the batch down. With one
+ * session the caller waits for the batch it needs next, runs it, reports every image in order
+ * and hands the slot to the batch `depth` further on; with several, one thread per session runs
+ * the batches (pipeline_multi.c) and the caller reports them in order. One mutex guards the
+ * counters; the work happens outside it.
+ * Test: build/tests/test_pipeline (ordering, bad files, both preprocessing paths, several sessions).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
 #include "pipeline.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,50 +21,21 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "nvjpeg_decode.h"
+#include "pipeline_impl.h"
 
 /* page-locked bytes per image of a slot: a 640x480 RGB picture; larger ones keep their own
  * (pageable) buffer, which is slower to copy but just as correct */
 #define SLOT_BYTES_PER_IMAGE ((size_t)640 * 480 * 3)
-
-typedef struct {
-    swin_image img;
-    uint8_t *jpeg;               /* nvJPEG mode: the file's bytes, decoded on the calling thread */
-    size_t jpeg_len;
-    int on_device;               /* img.rgb is device memory (decoded by nvJPEG) */
-    int in_arena;                /* img.rgb points into the slot arena (not freed) */
-    int ok;
-    char err[1024];
-} item;
-
-typedef struct {
-    int batch;                   /* the batch this slot holds or waits for */
-    int remaining;               /* its images not yet decoded */
-    item *items;                 /* [batch size] */
-    uint8_t *arena;              /* page-locked pixels, NULL when none */
-    size_t arena_cap, arena_used;
-    float *x;                    /* [batch, 3, S, S] when the CPU preprocesses */
-} slot;
-
-typedef struct {
-    swin_session *s;
-    const swin_preprocess_params *p;
-    const char *const *paths;
-    int n, B, depth, nbatches, cpu_pre, nvjpeg;
-    size_t per;                  /* floats per preprocessed image */
-    swin_nvjpeg *dec;            /* nvJPEG mode */
-    slot *slots;
-    pthread_mutex_t mu;
-    pthread_cond_t slot_free, batch_done;
-    int next;                    /* next input index to decode */
-    double read_ms, decode_ms, pre_ms;   /* summed over threads, under mu */
-} pipe_t;
+/* slots with several sessions: at least one per session and two being decoded */
+#define MAX_SLOTS 256
 
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
+
+double swin_pipe_now_ms(void) { return now_ms(); }
 
 static int batch_len(const pipe_t *q, int k) {
     int start = k * q->B;
@@ -90,7 +63,7 @@ swin_pipeline_options swin_pipeline_options_default(void) {
 
 typedef struct {
     pipe_t *q;
-    slot *sl;
+    pipe_slot *sl;
 } slot_alloc;
 
 /* swin_image_alloc_fn: a 64-byte aligned piece of the slot's arena, NULL when it is full */
@@ -107,7 +80,7 @@ static void *arena_alloc(void *ctx, size_t bytes) {
     return p;
 }
 
-static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, double *t_dec, double *t_pre) {
+static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t_read, double *t_dec, double *t_pre) {
     const char *path = q->paths[i];
     double t0 = now_ms();
     uint8_t *buf = NULL;
@@ -115,7 +88,7 @@ static void decode_one(pipe_t *q, slot *sl, item *it, int i, double *t_read, dou
     swin_status st = swin_image_read_file(path, &buf, &len);
     double t1 = now_ms();
     if (st == SWIN_OK && q->nvjpeg && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF) {
-        it->jpeg = buf; /* the calling thread decodes it on the GPU */
+        it->jpeg = buf; /* the lane decodes it on the GPU */
         it->jpeg_len = len;
         it->ok = 1;
         *t_read += t1 - t0;
@@ -149,7 +122,7 @@ static void *decoder(void *arg) {
     pthread_mutex_lock(&q->mu);
     while (q->next < q->n) {
         int i = q->next++, k = i / q->B;
-        slot *sl = &q->slots[k % q->depth];
+        pipe_slot *sl = &q->slots[k % q->depth];
         while (sl->batch != k) pthread_cond_wait(&q->slot_free, &q->mu);
         pthread_mutex_unlock(&q->mu);
         decode_one(q, sl, &sl->items[i % q->B], i, &t_read, &t_dec, &t_pre);
@@ -163,12 +136,12 @@ static void *decoder(void *arg) {
     return NULL;
 }
 
-// ---- the calling thread: batches in order
+// ---- running a batch (the calling thread with one session, a lane thread with several)
 
-/* nvJPEG mode: decode the batch's JPEG bytes on the GPU. A file nvJPEG cannot decode (CMYK,
- * truncated, corrupt, ...) goes to the CPU decoder here, so it is decoded or refused exactly as
- * in the default mode. */
-static void gpu_decode(pipe_t *q, slot *sl, int nb, swin_pipeline_stats *stats) {
+/* nvJPEG mode: decode the batch's JPEG bytes on the lane's GPU. A file nvJPEG cannot decode
+ * (CMYK, truncated, corrupt, ...) goes to the CPU decoder here, so it is decoded or refused
+ * exactly as in the default mode. */
+static void gpu_decode(pipe_t *q, pipe_lane *l, pipe_slot *sl, int nb) {
     const uint8_t *data[4096];
     size_t len[4096];
     const char *names[4096];
@@ -183,10 +156,10 @@ static void gpu_decode(pipe_t *q, slot *sl, int nb, swin_pipeline_stats *stats) 
     if (!m) return;
     double t0 = now_ms();
     swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
-    swin_status st = out ? swin_nvjpeg_decode(q->dec, data, len, names, m, out)
+    swin_status st = out ? swin_nvjpeg_decode(l->dec, data, len, names, m, out)
                          : swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
     for (int i = 0; i < m; i++) {
-        item *it = &sl->items[idx[i]];
+        pipe_item *it = &sl->items[idx[i]];
         if (st == SWIN_OK && out[i].ok) {
             it->img.width = out[i].width;
             it->img.height = out[i].height;
@@ -195,19 +168,19 @@ static void gpu_decode(pipe_t *q, slot *sl, int nb, swin_pipeline_stats *stats) 
             continue;
         }
         swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);
-        stats->cpu_fallback++;
+        l->st.cpu_fallback++;
         if (cs != SWIN_OK) {
             it->ok = 0;
             snprintf(it->err, sizeof it->err, "%s", swin_last_error());
         }
     }
     free(out);
-    stats->gpu_decode_ms += now_ms() - t0;
+    l->st.gpu_decode_ms += now_ms() - t0;
 }
 
-static void slot_release_items(slot *sl, int count) {
+static void slot_release_items(pipe_slot *sl, int count) {
     for (int j = 0; j < count; j++) {
-        item *it = &sl->items[j];
+        pipe_item *it = &sl->items[j];
         free(it->jpeg);
         if (!it->in_arena && !it->on_device) swin_image_free(&it->img);
         memset(it, 0, sizeof *it);
@@ -215,36 +188,48 @@ static void slot_release_items(slot *sl, int count) {
     sl->arena_used = 0;
 }
 
-/* Run batch k (decoded) and report its images; returns the forward's status. */
-static swin_status run_batch(pipe_t *q, int k, swin_image *imgs, int *on_device, float *logits, int nc,
-                             swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats) {
-    slot *sl = &q->slots[k % q->depth];
+void swin_pipe_wait_decoded(pipe_t *q, int k) {
+    pipe_slot *sl = &q->slots[k % q->depth];
+    while (sl->batch != k || sl->remaining > 0) pthread_cond_wait(&q->batch_done, &q->mu);
+}
+
+void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k) {
+    pipe_slot *sl = &q->slots[k % q->depth];
     int nb = batch_len(q, k), ngood = 0;
-    if (q->nvjpeg) gpu_decode(q, sl, nb, stats);
+    if (q->nvjpeg) gpu_decode(q, l, sl, nb);
     for (int j = 0; j < nb; j++) {
         if (!sl->items[j].ok) continue;
         if (q->cpu_pre) {
             if (ngood != j) memcpy(sl->x + (size_t)ngood * q->per, sl->x + (size_t)j * q->per, q->per * sizeof(float));
         } else {
-            imgs[ngood] = sl->items[j].img;
-            on_device[ngood] = sl->items[j].on_device;
+            l->imgs[ngood] = sl->items[j].img;
+            l->on_device[ngood] = sl->items[j].on_device;
         }
         ngood++;
     }
-    swin_status fs = SWIN_OK;
-    char fmsg[1024] = "";
+    sl->fs = SWIN_OK;
+    sl->fmsg[0] = '\0';
     if (ngood) {
         swin_images_timing t = {0};
         double t0 = now_ms();
-        if (q->cpu_pre) fs = swin_forward(q->s, sl->x, ngood, logits);
-        else if (q->nvjpeg) fs = swin_forward_images_on(q->s, q->p, imgs, on_device, ngood, logits, &t);
-        else fs = swin_forward_images(q->s, q->p, imgs, ngood, SWIN_PRE_DEVICE_GPU, logits, &t);
+        if (q->cpu_pre) sl->fs = swin_forward(l->s, sl->x, ngood, sl->logits);
+        else if (q->nvjpeg) sl->fs = swin_forward_images_on(l->s, q->p, l->imgs, l->on_device, ngood, sl->logits, &t);
+        else sl->fs = swin_forward_images(l->s, q->p, l->imgs, ngood, SWIN_PRE_DEVICE_GPU, sl->logits, &t);
         if (q->cpu_pre) t.forward_ms = now_ms() - t0;
-        stats->upload_ms += t.upload_ms;
-        stats->gpu_preprocess_ms += t.preprocess_ms;
-        stats->forward_ms += t.forward_ms;
-        if (fs != SWIN_OK) snprintf(fmsg, sizeof fmsg, "%s", swin_last_error());
+        l->st.upload_ms += t.upload_ms;
+        l->st.gpu_preprocess_ms += t.preprocess_ms;
+        l->st.forward_ms += t.forward_ms;
+        if (sl->fs != SWIN_OK) snprintf(sl->fmsg, sizeof sl->fmsg, "%s", swin_last_error());
     }
+    l->st.images += nb;
+    l->st.failed += (nb - ngood) + (sl->fs != SWIN_OK ? ngood : 0);
+    l->st.batches++;
+}
+
+void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
+                            swin_pipeline_stats *stats) {
+    pipe_slot *sl = &q->slots[k % q->depth];
+    int nb = batch_len(q, k);
     double t0 = now_ms();
     for (int j = 0, g = 0; j < nb; j++) {
         int i = k * q->B + j;
@@ -252,36 +237,85 @@ static swin_status run_batch(pipe_t *q, int k, swin_image *imgs, int *on_device,
         char msg[1400];
         if (!sl->items[j].ok) {
             r.error = sl->items[j].err;
-        } else if (fs != SWIN_OK) {
-            snprintf(msg, sizeof msg, "%s: forward pass failed: %s", q->paths[i], fmsg);
+        } else if (sl->fs != SWIN_OK) {
+            snprintf(msg, sizeof msg, "%s: forward pass failed: %s", q->paths[i], sl->fmsg);
             r.error = msg;
             g++;
         } else {
-            r.logits = logits + (size_t)g++ * nc;
+            r.logits = sl->logits + (size_t)g++ * q->nc;
         }
-        if (r.error) stats->failed++;
         on_result(ctx, &r);
     }
     stats->output_ms += now_ms() - t0;
-    return fs;
+    slot_release_items(sl, nb);
+    pthread_mutex_lock(&q->mu);
+    sl->ran = 0;
+    sl->batch = k + q->depth;
+    sl->remaining = sl->batch < q->nbatches ? batch_len(q, sl->batch) : 0;
+    pthread_cond_broadcast(&q->slot_free);
+    pthread_mutex_unlock(&q->mu);
 }
+
+/* one session: the calling thread runs each batch and reports it */
+static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats) {
+    pipe_lane *l = &q->lanes[0];
+    for (int k = 0; k < q->nbatches; k++) {
+        double tw = now_ms();
+        pthread_mutex_lock(&q->mu);
+        swin_pipe_wait_decoded(q, k);
+        pthread_mutex_unlock(&q->mu);
+        l->st.wait_ms += now_ms() - tw;
+        swin_pipe_run_batch(q, l, k); /* failures reported per image */
+        swin_pipe_report_batch(q, k, on_result, ctx, stats);
+    }
+}
+
+// ---- set-up
 
 static int online_cores(void) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     return c < 1 ? 1 : c > 256 ? 256 : (int)c;
 }
 
+/* every session runs the same model on the same kind of device, with room for the batch */
+static swin_status check_sessions(swin_session *const *ss, int n_sessions, const swin_pipeline_options *o) {
+    if (n_sessions < 1 || n_sessions > SWIN_PIPELINE_MAX_SESSIONS)
+        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline: %d sessions, expected 1 to %d", n_sessions,
+                         SWIN_PIPELINE_MAX_SESSIONS);
+    for (int i = 0; i < n_sessions; i++) {
+        if (!ss[i]) return swin_fail(SWIN_ERR_ARGUMENT, "pipeline: session %d is NULL", i);
+        const swin_session_options *so = swin_session_get_options(ss[i]);
+        if (o->batch < 1 || o->batch > so->max_batch)
+            return swin_fail(SWIN_ERR_ARGUMENT, "pipeline batch %d out of range [1, %d] (the session's max batch)",
+                             o->batch, so->max_batch);
+        if (i == 0) continue;
+        if (swin_session_get_model(ss[i]) != swin_session_get_model(ss[0]))
+            return swin_fail(SWIN_ERR_ARGUMENT, "pipeline: session %d runs another model than session 0", i);
+        if (so->device != swin_session_get_options(ss[0])->device)
+            return swin_fail(SWIN_ERR_ARGUMENT, "pipeline: session %d runs on another kind of device than session 0", i);
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i]) return swin_fail(SWIN_ERR_ARGUMENT, "pipeline: session %d is also session %d", i, j);
+    }
+    return SWIN_OK;
+}
+
 swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, const char *const *paths,
                               int n, const swin_pipeline_options *o, swin_pipeline_result_fn on_result,
                               void *ctx, swin_pipeline_stats *stats) {
-    if (!s || !p || !o || !on_result || !stats || (n > 0 && !paths))
+    return swin_pipeline_run_multi(&s, 1, p, paths, n, o, on_result, ctx, stats, NULL);
+}
+
+swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_sessions, const swin_preprocess_params *p,
+                                    const char *const *paths, int n, const swin_pipeline_options *o,
+                                    swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats,
+                                    swin_pipeline_stats *per_session) {
+    if (!sessions || !p || !o || !on_result || !stats || (n > 0 && !paths))
         return swin_fail(SWIN_ERR_ARGUMENT, "swin_pipeline_run: NULL argument");
     memset(stats, 0, sizeof *stats);
+    SWIN_TRY(check_sessions(sessions, n_sessions, o));
+    swin_session *s = sessions[0];
     const swin_session_options *so = swin_session_get_options(s);
     const swin_config *cfg = swin_model_config(swin_session_get_model(s));
-    if (o->batch < 1 || o->batch > so->max_batch)
-        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline batch %d out of range [1, %d] (the session's max batch)",
-                         o->batch, so->max_batch);
     if (o->depth < 2 || o->depth > 16)
         return swin_fail(SWIN_ERR_ARGUMENT, "pipeline depth %d out of range [2, 16]", o->depth);
     if (o->threads < 0 || o->threads > 1024)
@@ -301,18 +335,22 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
     } else if (o->decoder != SWIN_DECODER_CPU) {
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
     }
+    if (per_session) memset(per_session, 0, (size_t)n_sessions * sizeof *per_session);
     if (n <= 0) return SWIN_OK;
 
     double t_start = now_ms();
     pipe_t q;
     memset(&q, 0, sizeof q);
-    q.s = s;
     q.p = p;
     q.paths = paths;
     q.n = n;
     q.B = o->batch;
+    q.nc = cfg->num_classes;
     q.nbatches = (n + q.B - 1) / q.B;
-    q.depth = o->depth < q.nbatches ? o->depth : q.nbatches;
+    q.n_lanes = n_sessions < q.nbatches ? n_sessions : q.nbatches;
+    int depth = o->depth;
+    if (q.n_lanes > 1 && depth < q.n_lanes + 2) depth = q.n_lanes + 2 < MAX_SLOTS ? q.n_lanes + 2 : MAX_SLOTS;
+    q.depth = depth < q.nbatches ? depth : q.nbatches;
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
     q.nvjpeg = o->decoder == SWIN_DECODER_NVJPEG;
@@ -321,20 +359,28 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
     if (threads > n) threads = n;
 
     swin_status st = SWIN_OK;
-    int nc = cfg->num_classes;
-    float *logits = malloc((size_t)q.B * nc * sizeof *logits);
-    swin_image *imgs = calloc((size_t)q.B, sizeof *imgs);
-    int *on_device = calloc((size_t)q.B, sizeof *on_device);
     q.slots = calloc((size_t)q.depth, sizeof *q.slots);
-    if (!logits || !imgs || !on_device || !q.slots) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
-    if (q.nvjpeg && (st = swin_nvjpeg_create(so->device_index, &q.dec)) != SWIN_OK) goto out;
+    q.lanes = calloc((size_t)q.n_lanes, sizeof *q.lanes);
+    if (!q.slots || !q.lanes) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
+    for (int i = 0; i < q.n_lanes; i++) {
+        pipe_lane *l = &q.lanes[i];
+        l->s = sessions[i];
+        l->imgs = calloc((size_t)q.B, sizeof *l->imgs);
+        l->on_device = calloc((size_t)q.B, sizeof *l->on_device);
+        if (!l->imgs || !l->on_device) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
+        if (q.nvjpeg && (st = swin_nvjpeg_create(swin_session_get_options(l->s)->device_index, &l->dec)) != SWIN_OK)
+            goto out;
+    }
+    /* the slots' page-locked memory comes from session 0; on a CUDA machine (unified addressing)
+     * every GPU copies from it asynchronously */
     stats->pinned = !q.cpu_pre;
     for (int d = 0; d < q.depth; d++) {
-        slot *sl = &q.slots[d];
+        pipe_slot *sl = &q.slots[d];
         sl->batch = d;
         sl->remaining = batch_len(&q, d);
         sl->items = calloc((size_t)q.B, sizeof *sl->items);
-        if (!sl->items) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
+        sl->logits = malloc((size_t)q.B * q.nc * sizeof *sl->logits);
+        if (!sl->items || !sl->logits) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
         if (q.cpu_pre) {
             size_t bytes;
             if (swin_mul_size(q.per * sizeof(float), (size_t)q.B, &bytes) || !(sl->x = malloc(bytes))) {
@@ -350,6 +396,7 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
     pthread_mutex_init(&q.mu, NULL);
     pthread_cond_init(&q.slot_free, NULL);
     pthread_cond_init(&q.batch_done, NULL);
+    pthread_cond_init(&q.batch_ran, NULL);
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
     int started = 0;
     if (tid)
@@ -357,48 +404,50 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
             if (pthread_create(&tid[started], NULL, decoder, &q) != 0) break;
     if (started == 0) {
         st = swin_fail(SWIN_ERR_MEMORY, "pipeline: cannot start a decoder thread");
-    } else {
-        for (int k = 0; k < q.nbatches; k++) {
-            slot *sl = &q.slots[k % q.depth];
-            double tw = now_ms();
-            pthread_mutex_lock(&q.mu);
-            while (sl->batch != k || sl->remaining > 0) pthread_cond_wait(&q.batch_done, &q.mu);
-            pthread_mutex_unlock(&q.mu);
-            stats->wait_ms += now_ms() - tw;
-            run_batch(&q, k, imgs, on_device, logits, nc, on_result, ctx, stats); /* failures reported per image */
-            stats->batches++;
-            slot_release_items(sl, batch_len(&q, k));
-            pthread_mutex_lock(&q.mu);
-            sl->batch = k + q.depth;
-            sl->remaining = sl->batch < q.nbatches ? batch_len(&q, sl->batch) : 0;
-            pthread_cond_broadcast(&q.slot_free);
-            pthread_mutex_unlock(&q.mu);
-        }
+    } else if (q.n_lanes == 1 || swin_pipe_run_lanes(&q, on_result, ctx, stats) != 0) {
+        run_inline(&q, on_result, ctx, stats);   /* one session, or no lane thread could start */
     }
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     free(tid);
+    pthread_cond_destroy(&q.batch_ran);
     pthread_cond_destroy(&q.batch_done);
     pthread_cond_destroy(&q.slot_free);
     pthread_mutex_destroy(&q.mu);
-    stats->images = n;
     stats->threads = started;
     stats->read_ms = q.read_ms;
     stats->decode_ms = q.decode_ms;
     stats->cpu_preprocess_ms = q.pre_ms;
+    for (int i = 0; i < q.n_lanes; i++) {
+        const swin_pipeline_stats *ls = &q.lanes[i].st;
+        stats->images += ls->images;
+        stats->failed += ls->failed;
+        stats->batches += ls->batches;
+        stats->cpu_fallback += ls->cpu_fallback;
+        stats->wait_ms += ls->wait_ms;
+        stats->gpu_decode_ms += ls->gpu_decode_ms;
+        stats->upload_ms += ls->upload_ms;
+        stats->gpu_preprocess_ms += ls->gpu_preprocess_ms;
+        stats->forward_ms += ls->forward_ms;
+        if (per_session) per_session[i] = *ls;
+    }
 out:
     if (q.slots)
         for (int d = 0; d < q.depth; d++) {
-            slot *sl = &q.slots[d];
+            pipe_slot *sl = &q.slots[d];
             if (sl->items) slot_release_items(sl, q.B);
             free(sl->items);
+            free(sl->logits);
             free(sl->x);
             swin_session_host_free(s, sl->arena);
         }
     free(q.slots);
-    swin_nvjpeg_free(q.dec);
-    free(on_device);
-    free(imgs);
-    free(logits);
+    if (q.lanes)
+        for (int i = 0; i < q.n_lanes; i++) {
+            swin_nvjpeg_free(q.lanes[i].dec);
+            free(q.lanes[i].on_device);
+            free(q.lanes[i].imgs);
+        }
+    free(q.lanes);
     stats->wall_ms = now_ms() - t_start;
     return st;
 }
