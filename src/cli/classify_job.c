@@ -107,7 +107,7 @@ void job_gather(classify_job *j, cli_sink *sink, swin_pipeline_stats *st, int *l
     else if (cli_dist_send(d, sink->rec, sink->rec_len)) *lost = 1;
     double v[] = {st->images, st->failed, st->batches, st->threads, st->cpu_fallback, st->read_ms, st->decode_ms,
                   st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
-                  st->forward_ms, st->output_ms, *lost, *broken};
+                  st->forward_ms, st->output_ms, st->pinned, *lost, *broken};
     cli_dist_sum(d, v, (int)(sizeof v / sizeof v[0]));
     if (d->rank != 0) return;
     st->images = (int)v[0];
@@ -124,6 +124,7 @@ void job_gather(classify_job *j, cli_sink *sink, swin_pipeline_stats *st, int *l
     st->gpu_preprocess_ms = v[11];
     st->forward_ms = v[12];
     st->output_ms = v[13];
-    *lost = v[14] > 0;
-    *broken = v[15] > 0;
+    st->pinned = v[14] > 0;
+    *lost = v[15] > 0;
+    *broken = v[16] > 0;
 }

@@ -57,7 +57,8 @@ static void usage(FILE *f) {
             "                          cuda:all (default cpu); under MPI see the README\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32 on cpu, fp16 on cuda)\n"
             "  -l, --list FILE         read image paths from FILE, one per line ('-': stdin)\n"
-            "  -t, --threads N         decoder threads (default: the number of cores)\n"
+            "  -t, --threads N         decoder threads (default: the number of cores; under MPI\n"
+            "                          shared among the ranks of a node)\n"
             "      --preprocess-device D  gpu or cpu: where images are resized and normalised\n"
             "                          (default gpu with --device cuda; the same values either way)\n"
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
@@ -291,6 +292,10 @@ static int run(const classify_args *a, classify_job *j) {
     swin_pipeline_options po = swin_pipeline_options_default();
     po.batch = j->batch;
     po.threads = a->threads;
+    if (!po.threads && d->local_size > 1) {   /* the node's cores shared among its ranks */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        po.threads = cores / d->local_size > 1 ? (int)(cores / d->local_size) : 1;
+    }
     po.where = a->pre_device;
     po.decoder = a->decoder;
     swin_pipeline_stats st, per[CLI_MAX_GPUS];
