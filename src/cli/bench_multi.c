@@ -2,14 +2,13 @@
  *
  * One engine per GPU (the chosen attention, graphs as asked), the same device-resident input on
  * each. Per batch size: the first GPU alone times its forwards (the one-GPU reference); then a
- * thread per GPU, released together by a barrier, times its own forwards (warm-up, then CUDA
+ * thread per GPU, released together, times its own forwards (warm-up, then CUDA
  * events around each, as the one-GPU bench does) while the others run theirs. Per GPU: median,
  * p10, p90 and img/s; total img/s is the sum over the GPUs, and scaling = total / alone (the goal
  * on two H200s: >= 1.9x at batch 256). The attention comparison and --breakdown are one-GPU
  * analyses (swin bench --device cuda:N). A benchmark, not a test: it never judges a time.
  */
 #ifdef SWIN_HAVE_CUDA
-#define _POSIX_C_SOURCE 200809L /* pthread_barrier */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,16 +27,26 @@ typedef struct {
     char err[512];
 } gpu_run;
 
+typedef struct {                 /* the threads start their loops together */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go, abort;
+} start_gate;
+
 typedef struct {
     const bench_args *a;
     gpu_run *g;
     int B;
-    pthread_barrier_t *go;
+    start_gate *gate;
 } loop_arg;
 
 static void *timed_loop(void *arg) {
     loop_arg *l = arg;
-    pthread_barrier_wait(l->go);
+    pthread_mutex_lock(&l->gate->mu);
+    while (!l->gate->go) pthread_cond_wait(&l->gate->cv, &l->gate->mu);
+    int abort = l->gate->abort;
+    pthread_mutex_unlock(&l->gate->mu);
+    if (abort) return NULL;
     l->g->st = swin_engine_time_forward(l->g->e, l->B, l->a->warmup, l->a->iters, l->g->ms);
     if (l->g->st != SWIN_OK) snprintf(l->g->err, sizeof l->g->err, "%s", swin_last_error());
     else l->g->s = bench_summarise(l->g->ms, l->a->iters);
@@ -48,25 +57,24 @@ static void *timed_loop(void *arg) {
 static int together(const bench_args *a, gpu_run *g, int n, int B) {
     pthread_t tid[CLI_MAX_GPUS];
     loop_arg la[CLI_MAX_GPUS];
-    pthread_barrier_t go;
-    if (pthread_barrier_init(&go, NULL, (unsigned)n) != 0) {
-        fprintf(stderr, "swin %s: cannot create a barrier\n", CMD);
-        return 1;
-    }
+    start_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     int started = 0, bad = 0;
     for (; started < n; started++) {
-        la[started] = (loop_arg){a, &g[started], B, &go};
+        g[started].st = SWIN_OK;
+        la[started] = (loop_arg){a, &g[started], B, &gate};
         if (pthread_create(&tid[started], NULL, timed_loop, &la[started]) != 0) break;
     }
-    if (started < n) {   /* the started ones wait at the barrier: release them with the missing ones */
-        for (int k = started; k < n; k++) g[k].st = SWIN_ERR_MEMORY;
-        for (int k = started; k < n; k++) pthread_barrier_wait(&go);
-        fprintf(stderr, "swin %s: cannot start a thread per GPU\n", CMD);
-        bad = 1;
-    }
+    pthread_mutex_lock(&gate.mu);
+    gate.go = 1;
+    gate.abort = started < n;   /* all of them or none */
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
     for (int k = 0; k < started; k++) pthread_join(tid[k], NULL);
-    pthread_barrier_destroy(&go);
-    for (int k = 0; k < started; k++)
+    if (started < n) {
+        fprintf(stderr, "swin %s: cannot start a thread per GPU\n", CMD);
+        return 1;
+    }
+    for (int k = 0; k < n; k++)
         if (g[k].st != SWIN_OK) {
             fprintf(stderr, "swin %s: cuda:%d, batch %d: %s\n", CMD, g[k].gpu, B, g[k].err);
             bad = 1;
