@@ -1,9 +1,10 @@
 /* test_gpu_multi.c - several CUDA sessions behind one pipeline (swin_pipeline_run_multi,
  * src/image/pipeline_multi.c), what `swin classify --device cuda:all` runs:
  *   - two sessions per GPU (so that one GPU is enough to run the lane threads; with two GPUs
- *     both are used) give, for every file, the very logits of one session on cuda:0, in input
- *     order, with the bad files (a truncated JPEG, a missing file) reported in their place: with
- *     GPU preprocessing, CPU preprocessing and (when built) nvJPEG, each lane decoding on its GPU;
+ *     both are used; each session first runs alone once) give, for every file, the very logits
+ *     of one session on cuda:0, in input order, with the bad files (a truncated JPEG, a missing
+ *     file) reported in their place: with GPU preprocessing, CPU preprocessing and (when built)
+ *     nvJPEG, each lane decoding on its GPU;
  *   - every session ran batches, and the per-session counts add up.
  * SWIN_GEMM_TUNE=0: the autotuner times candidates, so two engines could keep different GEMM
  * algorithms and differ in the last bits; the heuristic's choice is the same on identical GPUs.
@@ -111,6 +112,17 @@ int main(int argc, char **argv) {
     if (first_bad > first_jpeg) n = pc_add_bad(paths, n, tmp, paths[first_jpeg]);   /* half of the first JPEG */
     CHECK(first_bad >= 74 && n == first_bad + 2, "%d images found, 2 bad files", first_bad);
 
+    /* each session alone first: graphs captured and scratch grown one session at a time, so that
+     * two sessions of one GPU (which `--device` never makes) do not capture side by side */
+    for (int k = 0; k < SESSIONS; k++) {
+        static pc_collect warm;
+        pc_reset(&warm, swin_model_config(m)->num_classes);
+        swin_pipeline_options po = swin_pipeline_options_default();
+        po.batch = 4;
+        swin_pipeline_stats st;
+        CHECK(swin_pipeline_run(many[k], &pp, (const char *const *)paths, n, &po, pc_on_result, &warm, &st) == SWIN_OK &&
+                  warm.calls == n, "session %d alone: %s", k, swin_last_error());
+    }
     compare(one, many, SESSIONS, &pp, paths, n, first_bad, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_CPU, "GPU preprocessing");
     compare(one, many, SESSIONS, &pp, paths, n, first_bad, SWIN_PRE_DEVICE_CPU, SWIN_DECODER_CPU, "CPU preprocessing");
 #ifdef SWIN_HAVE_NVJPEG
