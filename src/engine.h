@@ -12,6 +12,8 @@ extern "C" {
 
 typedef struct swin_engine swin_engine;
 
+/* GPUs the CUDA runtime sees (swin_cuda_device_count) */
+swin_status swin_engine_device_count(int *count);
 swin_status swin_engine_create(const swin_model *m, const swin_session_options *o, swin_engine **out);
 void swin_engine_free(swin_engine *e);
 /* host in [B,3,S,S] fp32 -> host logits [B,classes] fp32 */

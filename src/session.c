@@ -33,6 +33,20 @@ swin_session_options swin_session_options_default(void) {
     return o;
 }
 
+#ifndef SWIN_HAVE_CUDA
+#define NO_CUDA "this swin was built without CUDA (nvcc was not found at configure time)"
+#endif
+
+swin_status swin_cuda_device_count(int *count) {
+    if (!count) return swin_fail(SWIN_ERR_ARGUMENT, "swin_cuda_device_count: NULL argument");
+#ifdef SWIN_HAVE_CUDA
+    return swin_engine_device_count(count);
+#else
+    *count = 0;
+    return swin_fail(SWIN_ERR_NO_DEVICE, NO_CUDA);
+#endif
+}
+
 swin_status swin_session_create(const swin_model *m, const swin_session_options *o, swin_session **out) {
     if (!m || !o || !out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_session_create: NULL argument");
     *out = NULL;
@@ -62,7 +76,7 @@ swin_status swin_session_create(const swin_model *m, const swin_session_options 
         if (st != SWIN_OK) { free(s); return st; }
 #else
         free(s);
-        return swin_fail(SWIN_ERR_NO_DEVICE, "this swin was built without CUDA (nvcc was not found at configure time)");
+        return swin_fail(SWIN_ERR_NO_DEVICE, NO_CUDA);
 #endif
     }
     *out = s;

@@ -142,6 +142,9 @@ typedef struct {
 } swin_session_options;
 
 swin_session_options swin_session_options_default(void);
+/* How many GPUs this process can use (what CUDA_VISIBLE_DEVICES leaves), cuda:0 .. cuda:count-1;
+ * SWIN_ERR_NO_DEVICE with the reason (no driver, no GPU, built without CUDA) when none. */
+swin_status swin_cuda_device_count(int *count);
 swin_status swin_session_create(const swin_model *model, const swin_session_options *options,
                                 swin_session **out);
 void swin_session_free(swin_session *session);

@@ -8,7 +8,10 @@
 #   - --batch 1 and --batch 7 give the same classes; --json lines parse and carry the fields;
 #   - a bad file mixed in: reported on stderr with its path, the others classified, exit 1,
 #     and an {"file", "error"} line in --json;
-#   - usage errors exit 2 (no images, bad flags, a missing model named in the message);
+#   - --out FILE: the very bytes of stdout (text and --json), nothing on stdout; '-' is stdout; a
+#     file that cannot be written: exit 2 before any work;
+#   - usage errors exit 2 (no images, bad flags, a missing model named in the message); --device
+#     lists: bad syntax and duplicates refused; cuda:all without a GPU: exit 2 saying why;
 #   - preprocess writes tensor 'input' [N, 3, 32, 32] F32, and refuses bad images;
 #   - --pillow 12 resizes in Pillow 12's order (another input where the height shrinks much more
 #     than the width), --pillow 13 as the default; a bad version exits 2.
@@ -17,14 +20,9 @@
 set -u
 swin=$1
 src=$2
-model=$src/weights/digits
-digits=$src/tests/data/digits
-if [ ! -f "$model/model.safetensors" ]; then
-  echo "cli_classify: $model not found (train it with tools/train_digits.py), skipped"
-  exit 77
-fi
 export LC_ALL=C
 source "$src/tests/clilib.sh"
+need_digits cli_classify
 run() { "$swin" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 
 shopt -s nullglob
@@ -141,6 +139,44 @@ cp "${pngs[0]}" "$tmp/we\"ird \\name.png"
 run classify -m "$model" --json "$tmp/we\"ird \\name.png"
 if [ $rc -eq 0 ] && grep -qF 'we\"ird \\name.png' "$tmp/out"; then ok "--json: quotes and backslashes escaped"
 else bad "--json escaping (rc $rc)"; fi
+
+# ---- --out FILE: what stdout would have shown, byte for byte
+run classify -m "$model" --top 3 "$tmp/mixed" "${three[@]}"; cp "$tmp/out" "$tmp/stdout.txt"; cp "$tmp/err" "$tmp/stderr.txt"
+run classify -m "$model" --top 3 --out "$tmp/res.txt" "$tmp/mixed" "${three[@]}"
+if [ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && cmp -s "$tmp/res.txt" "$tmp/stdout.txt" && [ "$(wc -l <"$tmp/res.txt")" -eq 5 ] &&
+  grep -q "b.png: not an image" "$tmp/err"; then
+  ok "--out: the bytes stdout shows, nothing on stdout, bad file on stderr, exit 1"
+else bad "--out (rc $rc)"; fi
+run classify -m "$model" --top 3 --json "$tmp/mixed" "${three[@]}"; cp "$tmp/out" "$tmp/stdout.json"
+run classify -m "$model" --top 3 --json -o "$tmp/res.jsonl" "$tmp/mixed" "${three[@]}"
+if [ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && cmp -s "$tmp/res.jsonl" "$tmp/stdout.json" &&
+  [ "$(grep -c '"error"' "$tmp/res.jsonl")" -eq 1 ]; then ok "-o with --json: one object per line, the error in place"
+else bad "-o --json (rc $rc)"; fi
+run classify -m "$model" --top 3 --out - "$tmp/mixed" "${three[@]}"
+if [ $rc -eq 1 ] && cmp -s "$tmp/out" "$tmp/stdout.txt"; then ok "--out -: stdout"; else bad "--out - (rc $rc)"; fi
+run classify -m "$model" --out "$tmp/no-dir/res.txt" "${three[@]}"
+if [ $rc -eq 2 ] && grep -q "$tmp/no-dir/res.txt: cannot write" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+  ! grep -q "images, " "$tmp/err"; then ok "--out into a missing directory: exit 2 before any work"
+else bad "--out unwritable (rc $rc)"; fi
+
+# ---- --device lists (several GPUs): syntax and duplicates are refused before anything runs
+for dev in "cuda:" "cuda:x" "cuda:0,,1" "cuda:0," "cuda:all,1" "cuda:-1" "cuda:1024" "cuda: 0" "gpu:0"; do
+  run classify -m "$model" --device "$dev" "${pngs[0]}"
+  if [ $rc -eq 2 ] && grep -qF "bad --device '$dev'" "$tmp/err"; then ok "--device '$dev': refused, exit 2"
+  else bad "--device '$dev' (rc $rc)"; fi
+done
+run classify -m "$model" --device cuda:0,2,0 "${pngs[0]}"
+if [ $rc -eq 2 ] && grep -q "cuda:0 is listed twice" "$tmp/err"; then ok "--device cuda:0,2,0: duplicate named, exit 2"
+else bad "--device duplicate (rc $rc)"; fi
+# cuda:all runs where there is a GPU; elsewhere exit 2 saying why
+no_gpu="no CUDA driver|no GPU found|no usable GPU|built without CUDA"
+for dev in cuda:all cuda:0,1023; do
+  run classify -m "$model" --device "$dev" "${pngs[0]}"
+  if [ $rc -eq 2 ] && grep -qE -- "--device $dev: .*($no_gpu|cuda:1023 does not exist)" "$tmp/err" && [ ! -s "$tmp/out" ]; then
+    ok "--device $dev: exit 2 ($(head -n1 "$tmp/err" | cut -c1-80))"
+  elif [ $dev = cuda:all ] && [ $rc -eq 0 ] && check_lines "$tmp/out" 1 5; then ok "--device cuda:all: ran on the GPUs"
+  else bad "--device $dev (rc $rc)"; fi
+done
 
 # ---- usage errors: exit 2, one line naming the problem
 usage_case() { # expected-text args...

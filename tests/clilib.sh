@@ -5,6 +5,8 @@
 #   ok TEXT      one passed check
 #   bad TEXT     one failed check; prints the first 20 lines of $tmp/out and $tmp/err
 #   finish NAME  prints "NAME: P passed, F failed"; status 0 only when none failed and some passed
+#   need_digits NAME  sets $model and $digits (the bundled model and images under $src); exits 77
+#                (skipped) when the model is missing
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0
@@ -17,4 +19,12 @@ bad() {
 finish() {
   echo "$1: $passed passed, $failed failed"
   [ $failed -eq 0 ] && [ $passed -gt 0 ]
+}
+need_digits() {
+  model=$src/weights/digits
+  digits=$src/tests/data/digits
+  if [ ! -f "$model/model.safetensors" ]; then
+    echo "$1: $model not found (train it with tools/train_digits.py), skipped"
+    exit 77
+  fi
 }

@@ -10,7 +10,6 @@
  * Run: build/tests/test_gpu_pipeline SOURCE_DIR (exits 77 without a GPU).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,58 +18,19 @@
 #include <cuda_runtime_api.h>
 
 #include "nvjpeg_decode.h"
-#include "pipeline.h"
+#include "pipeline_collect.h"
 #include "testutil.h"
 
-#define MAX_FILES 96
-
-typedef struct {
-    int calls, in_order, nc;
-    int got[MAX_FILES];             /* 1 logits, 2 error */
-    char err[MAX_FILES][512];
-    float logits[MAX_FILES * 16];
-} collect;
-
-static void on_result(void *ctx, const swin_pipeline_result *r) {
-    collect *c = ctx;
-    if (r->index != c->calls) c->in_order = 0;
-    c->calls++;
-    if (r->index < 0 || r->index >= MAX_FILES) return;
-    c->got[r->index] = r->logits ? 1 : 2;
-    if (r->logits) memcpy(c->logits + (size_t)r->index * c->nc, r->logits, (size_t)c->nc * sizeof(float));
-    else snprintf(c->err[r->index], sizeof c->err[r->index], "%s", r->error);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* image files of dir (sorted) appended to paths */
-static int list_dir(const char *dir, char **paths, int n) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n0 = n;
-    while (d && (e = readdir(d)) && n < MAX_FILES - 8)
-        if (e->d_name[0] != '.' && swin_image_has_extension(e->d_name)) {
-            paths[n] = malloc(1024);
-            snprintf(paths[n++], 1024, "%s/%s", dir, e->d_name);
-        }
-    if (d) closedir(d);
-    qsort(paths + n0, (size_t)(n - n0), sizeof *paths, cmp_str);
-    return n;
-}
-
 static swin_status run(swin_session *s, const swin_preprocess_params *pp, char **paths, int n, swin_preprocess_device where,
-                       swin_decoder dec, int batch, collect *c) {
-    memset(c, 0, sizeof *c);
-    c->in_order = 1;
-    c->nc = swin_model_config(swin_session_get_model(s))->num_classes;
-    for (size_t i = 0; i < sizeof c->logits / sizeof c->logits[0]; i++) c->logits[i] = NAN;
+                       swin_decoder dec, int batch, pc_collect *c) {
+    pc_reset(c, swin_model_config(swin_session_get_model(s))->num_classes);
     swin_pipeline_options po = swin_pipeline_options_default();
     po.batch = batch;
     po.threads = 3;
     po.where = where;
     po.decoder = dec;
     swin_pipeline_stats st;
-    return swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, on_result, c, &st);
+    return swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, pc_on_result, c, &st);
 }
 
 int main(int argc, char **argv) {
@@ -80,13 +40,10 @@ int main(int argc, char **argv) {
         printf("test_gpu_pipeline: skipped, no usable GPU\n");
         return TU_SKIP;
     }
-    char dir[1024], tmp[512], model_dir[1024];
-    snprintf(model_dir, sizeof model_dir, "%s/weights/digits", src);
-    swin_model *m = NULL;
-    swin_load_options lo = swin_load_options_default();
-    if (swin_model_load(model_dir, &lo, &m) != SWIN_OK) { printf("load: %s\n", swin_last_error()); return 1; }
+    char dir[1024], tmp[512];
+    swin_model *m = pc_load_digits(src);
+    if (!m) return 1;
     swin_preprocess_params pp = swin_preprocess_params_from_config(swin_model_config(m));
-    if (swin_model_config(m)->num_classes > 16) { printf("digits model expected\n"); return 1; }
     swin_session_options so = swin_session_options_default();
     so.device = SWIN_DEVICE_CUDA;
     so.precision = SWIN_FP32;
@@ -96,29 +53,18 @@ int main(int argc, char **argv) {
     if (tu_tmpdir(tmp, sizeof tmp, "swin_gpu_pipeline")) return 1;
 
     /* the files: JPEG fixtures, preprocessing fixtures (PNG, GIF, ...), and bad ones */
-    char *paths[MAX_FILES];
+    char *paths[PC_MAX_FILES];
     int n = 0, first_bad;
     snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
-    n = list_dir(dir, paths, n);
+    n = pc_list_dir(dir, paths, n, PC_MAX_FILES);
     snprintf(dir, sizeof dir, "%s/tests/data/preprocess", src);
-    n = list_dir(dir, paths, n);
+    n = pc_list_dir(dir, paths, n, PC_MAX_FILES);
     first_bad = n;
-    {   /* a truncated JPEG and a missing file */
-        FILE *f = fopen(paths[0], "rb"), *g;
-        char buf[4096];
-        size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
-        if (f) fclose(f);
-        paths[n] = malloc(1024);
-        snprintf(paths[n], 1024, "%s/cut.jpg", tmp);
-        if ((g = fopen(paths[n], "wb"))) { fwrite(buf, 1, len / 2, g); fclose(g); }
-        n++;
-        paths[n] = malloc(1024);
-        snprintf(paths[n++], 1024, "%s/missing.jpg", tmp);
-    }
+    n = pc_add_bad(paths, n, tmp, paths[0]);   /* a truncated JPEG and a missing file */
     CHECK(first_bad >= 20, "%d fixture images found", first_bad);
 
     /* GPU vs CPU preprocessing, default decoder: identical */
-    static collect cpu, gpu, nv;
+    static pc_collect cpu, gpu, nv;
     CHECK(run(s, &pp, paths, n, SWIN_PRE_DEVICE_CPU, SWIN_DECODER_CPU, 16, &cpu) == SWIN_OK, "cpu run: %s", swin_last_error());
     CHECK(run(s, &pp, paths, n, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_CPU, 16, &gpu) == SWIN_OK, "gpu run: %s", swin_last_error());
     int diff = 0, bad_ok = 1;

@@ -4,6 +4,9 @@
  * with their path and the others are classified; logits are bit-identical to preprocessing and
  * running each image alone; bad options are refused; swin_image_decode_into (what the pipeline
  * decodes into its page-locked slots with) gives the same pixels in the caller's memory.
+ * Several sessions (swin_pipeline_run_multi, here CPU sessions standing in for GPUs): the same
+ * results in the same order as one session, every session used, per-session counts that add up,
+ * and sessions that do not fit together refused.
  * Run: build/tests/test_pipeline SOURCE_DIR
  */
 #define _POSIX_C_SOURCE 200809L
@@ -13,31 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pipeline.h"
+#include "pipeline_collect.h"
 #include "testutil.h"
 
 #define MAX_FILES 64
-
-typedef struct {
-    int n, calls, in_order, nc;
-    int got[MAX_FILES];             /* 1 logits, 2 error */
-    char err[MAX_FILES][512];
-    float *logits;                  /* [MAX_FILES, nc] */
-} collect;
-
-static void on_result(void *ctx, const swin_pipeline_result *r) {
-    collect *c = ctx;
-    if (r->index != c->calls) c->in_order = 0;
-    c->calls++;
-    if (r->index < 0 || r->index >= MAX_FILES) return;
-    if (r->logits) {
-        c->got[r->index] = 1;
-        memcpy(c->logits + (size_t)r->index * c->nc, r->logits, (size_t)c->nc * sizeof(float));
-    } else {
-        c->got[r->index] = 2;
-        snprintf(c->err[r->index], sizeof c->err[r->index], "%s", r->error ? r->error : "(null)");
-    }
-}
+#define MAX_SESSIONS 4
 
 static int copy_file(const char *from, const char *to, long limit) {
     FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
@@ -148,18 +131,42 @@ int main(int argc, char **argv) {
             CHECK(swin_forward(s, x, 1, want + (size_t)i * nc) == SWIN_OK, "forward %d", i);
         }
 
-    /* threads x batch x depth */
-    static const int cases[][3] = {{1, 1, 2}, {1, 8, 2}, {2, 3, 3}, {4, 8, 3}, {8, 5, 2}, {3, 7, 16}, {0, 8, 3}};
+    /* threads x batch x depth x sessions (1: swin_pipeline_run; more: swin_pipeline_run_multi) */
+    swin_session *multi[MAX_SESSIONS] = {s};
+    for (int k = 1; k < MAX_SESSIONS && s; k++)
+        CHECK(swin_session_create(m, &so, &multi[k]) == SWIN_OK, "session %d: %s", k, swin_last_error());
+    static const int cases[][4] = {{1, 1, 2, 1}, {1, 8, 2, 1}, {2, 3, 3, 1}, {4, 8, 3, 1}, {8, 5, 2, 1},
+                                   {3, 7, 16, 1}, {0, 8, 3, 1}, {2, 3, 3, 2}, {4, 1, 2, 3}, {1, 5, 2, 3},
+                                   {3, 8, 3, 4}, {8, 2, 16, 4}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0] && s; c++) {
-        collect col = {n, 0, 1, nc, {0}, {{0}}, calloc((size_t)MAX_FILES * nc, sizeof(float))};
+        static pc_collect col;
+        pc_reset(&col, nc);
         swin_pipeline_options po = swin_pipeline_options_default();
         po.threads = cases[c][0];
         po.batch = cases[c][1];
         po.depth = cases[c][2];
-        for (size_t j = 0; j < (size_t)MAX_FILES * nc; j++) col.logits[j] = NAN; /* poison */
-        swin_pipeline_stats st;
-        swin_status rs = swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st);
-        CHECK(rs == SWIN_OK, "threads %d batch %d depth %d: %s", po.threads, po.batch, po.depth, swin_last_error());
+        int ns = cases[c][3];
+        swin_pipeline_stats st, per[MAX_SESSIONS];
+        swin_status rs = ns == 1 ? swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st)
+                                 : swin_pipeline_run_multi(multi, ns, &pp, (const char *const *)paths, n, &po,
+                                                           pc_on_result, &col, &st, per);
+        CHECK(rs == SWIN_OK, "threads %d batch %d depth %d sessions %d: %s", po.threads, po.batch, po.depth, ns,
+              swin_last_error());
+        if (ns > 1) {
+            int images = 0, failed = 0, batches = 0, idle = 0;
+            for (int k = 0; k < ns; k++) {
+                images += per[k].images;
+                failed += per[k].failed;
+                batches += per[k].batches;
+                idle += per[k].batches == 0;
+            }
+            CHECK(images == st.images && failed == st.failed && batches == st.batches,
+                  "sessions %d: per-session images %d failed %d batches %d add up to %d %d %d", ns, images, failed,
+                  batches, st.images, st.failed, st.batches);
+            /* with plenty of batches more than one session took some (timing decides how many) */
+            if (st.batches >= 4 * ns)
+                CHECK(ns - idle >= 2, "sessions %d batch %d: only %d session ran batches", ns, po.batch, ns - idle);
+        }
         CHECK(col.calls == n && col.in_order, "threads %d batch %d: %d calls for %d inputs, in order %d", po.threads,
               po.batch, col.calls, n, col.in_order);
         int bad_failed = 0, mism = 0, nfail = 0;
@@ -181,49 +188,80 @@ int main(int argc, char **argv) {
               po.batch, po.depth, mism);
         CHECK(st.images == n && st.failed == nfail && st.batches == (n + po.batch - 1) / po.batch,
               "stats: images %d failed %d (want %d) batches %d", st.images, st.failed, nfail, st.batches);
-        free(col.logits);
     }
     /* the messages themselves */
     {
-        collect col = {n, 0, 1, nc, {0}, {{0}}, calloc((size_t)MAX_FILES * nc, sizeof(float))};
+        static pc_collect col;
+        pc_reset(&col, nc);
         swin_pipeline_options po = swin_pipeline_options_default();
         swin_pipeline_stats st;
-        swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st);
+        swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st);
         CHECK(strstr(col.err[3], "cannot open") != NULL, "missing: '%s'", col.err[3]);
         CHECK(strstr(col.err[7], "empty file") != NULL, "empty: '%s'", col.err[7]);
         CHECK(strstr(col.err[8], "not an image") != NULL, "text: '%s'", col.err[8]);
         CHECK(strstr(col.err[15], "truncated") || strstr(col.err[15], "corrupt"), "cut: '%s'", col.err[15]);
         CHECK(strstr(col.err[16], "is a directory") != NULL, "dir: '%s'", col.err[16]);
-        free(col.logits);
     }
     /* bad options: refused, nothing delivered */
     {
-        collect col = {n, 0, 1, nc, {0}, {{0}}, NULL};
+        static pc_collect col;
+        pc_reset(&col, nc);
         swin_pipeline_options po = swin_pipeline_options_default();
         swin_pipeline_stats st;
         po.batch = 9; /* > max batch 8 */
-        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st) == SWIN_ERR_ARGUMENT,
               "batch over the session's max refused");
         po = swin_pipeline_options_default();
         po.depth = 1;
-        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st) == SWIN_ERR_ARGUMENT,
               "depth 1 refused");
         po = swin_pipeline_options_default();
         po.where = SWIN_PRE_DEVICE_GPU;
-        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+        CHECK(swin_pipeline_run(s, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st) == SWIN_ERR_ARGUMENT,
               "GPU preprocessing on a CPU session refused: %s", swin_last_error());
         swin_preprocess_params bad = pp;
         bad.size = pp.size + 1;
         po = swin_pipeline_options_default();
-        CHECK(swin_pipeline_run(s, &bad, (const char *const *)paths, n, &po, on_result, &col, &st) == SWIN_ERR_ARGUMENT,
+        CHECK(swin_pipeline_run(s, &bad, (const char *const *)paths, n, &po, pc_on_result, &col, &st) == SWIN_ERR_ARGUMENT,
               "a preprocessing size other than the model's refused");
         CHECK(col.calls == 0, "nothing delivered by refused runs (%d calls)", col.calls);
-        CHECK(swin_pipeline_run(s, &pp, NULL, 0, &po, on_result, &col, &st) == SWIN_OK && col.calls == 0,
+        CHECK(swin_pipeline_run(s, &pp, NULL, 0, &po, pc_on_result, &col, &st) == SWIN_OK && col.calls == 0,
               "an empty list runs and delivers nothing");
+    }
+    /* sessions that cannot run together: refused, nothing delivered */
+    if (s && multi[1]) {
+        static pc_collect col;
+        pc_reset(&col, nc);
+        swin_pipeline_options po = swin_pipeline_options_default();
+        swin_pipeline_stats st;
+        swin_session *same[2] = {s, s}, *with_null[2] = {s, NULL}, *small[2] = {s, NULL}, *other[2] = {s, NULL};
+        CHECK(swin_pipeline_run_multi(same, 2, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st, NULL) ==
+                  SWIN_ERR_ARGUMENT && strstr(swin_last_error(), "also session"), "one session twice refused: %s",
+              swin_last_error());
+        CHECK(swin_pipeline_run_multi(with_null, 2, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st,
+                                      NULL) == SWIN_ERR_ARGUMENT, "a NULL session refused");
+        CHECK(swin_pipeline_run_multi(multi, 0, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st, NULL) ==
+                  SWIN_ERR_ARGUMENT, "no sessions refused");
+        swin_session_options o4 = so;
+        o4.max_batch = 4;
+        CHECK(swin_session_create(m, &o4, &small[1]) == SWIN_OK, "small session: %s", swin_last_error());
+        CHECK(swin_pipeline_run_multi(small, 2, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st, NULL) ==
+                  SWIN_ERR_ARGUMENT && strstr(swin_last_error(), "max batch"), "batch 8 over one session's max 4 refused: %s",
+              swin_last_error());
+        swin_model *m2 = NULL;
+        if (swin_model_load(model_dir, &lo, &m2) == SWIN_OK && swin_session_create(m2, &so, &other[1]) == SWIN_OK)
+            CHECK(swin_pipeline_run_multi(other, 2, &pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st,
+                                          NULL) == SWIN_ERR_ARGUMENT && strstr(swin_last_error(), "another model"),
+                  "sessions of two models refused: %s", swin_last_error());
+        CHECK(col.calls == 0, "nothing delivered by refused runs (%d calls)", col.calls);
+        swin_session_free(other[1]);
+        swin_model_free(m2);
+        swin_session_free(small[1]);
     }
     free(want);
     free(x);
     for (int i = 0; i < n; i++) free(paths[i]);
+    for (int k = 1; k < MAX_SESSIONS; k++) swin_session_free(multi[k]);
     swin_session_free(s);
     swin_model_free(m);
     tu_rmtree(dir);

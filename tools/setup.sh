@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 
-need=()
+need=() want=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
@@ -14,13 +14,18 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)   # tests/cli_instal
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/stb/stb_image.h ] || need+=(libstb-dev)
 [ -f /usr/include/jpeglib.h ] || need+=(libjpeg62-turbo-dev)
-if [ ${#need[@]} -gt 0 ] && [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
+# optional: MPI (mpirun -np N swin classify, tests/cli_mpi.sh); installed when root, else noted
+command -v mpicc >/dev/null 2>&1 || want+=(libopenmpi-dev)
+command -v mpirun >/dev/null 2>&1 || want+=(openmpi-bin)
+if [ $((${#need[@]} + ${#want[@]})) -gt 0 ] && [ -z "${CMAKE_PREFIX_PATH:-}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing ${need[*]}" >&2
-    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
-  else
-    echo "setup: missing packages; run:  sudo apt-get install ${need[*]}" >&2
+    echo "setup: installing ${need[*]} ${want[*]}" >&2
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" "${want[@]}" >&2
+  elif [ ${#need[@]} -gt 0 ]; then
+    echo "setup: missing packages; run:  sudo apt-get install ${need[*]} ${want[*]}" >&2
     exit 2
+  else
+    echo "setup: building without MPI; for mpirun -np N swin classify:  sudo apt-get install ${want[*]}" >&2
   fi
 fi
 

@@ -45,26 +45,30 @@ int cli_parse_size(const char *s, int *h, int *w) {
     return cli_parse_int(head, 1, 16384, h) || cli_parse_int(x + 1, 1, 16384, w);
 }
 
-int cli_parse_device(const char *s, swin_device *dev, int *index) {
-    if (!s) return 1;
-    if (!strcmp(s, "cpu")) { *dev = SWIN_DEVICE_CPU; *index = 0; return 0; }
-    if (!strcmp(s, "cuda")) { *dev = SWIN_DEVICE_CUDA; *index = 0; return 0; }
-    if (!strncmp(s, "cuda:", 5) && !cli_parse_int(s + 5, 0, 1023, index)) { *dev = SWIN_DEVICE_CUDA; return 0; }
-    return 1;
+static int g_quiet;
+static const char *g_origin;
+
+int cli_set_quiet(int quiet) {
+    int was = g_quiet;
+    g_quiet = quiet;
+    return was;
 }
+
+void cli_set_origin(const char *origin) { g_origin = origin; }
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
-        fprintf(stderr, "swin %s: %s needs a value\n", cmd, argv[*i]);
+        cli_usage_error(cmd, "%s needs a value", argv[*i]);
         return NULL;
     }
     return argv[++*i];
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    if (g_quiet) return EXIT_USAGE;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "swin %s: ", cmd);
+    fprintf(stderr, "swin %s: %s%s", cmd, g_origin ? g_origin : "", g_origin ? ": " : "");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);

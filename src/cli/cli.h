@@ -22,8 +22,25 @@ static inline int cli_flag(const char *arg, const char *short_name, const char *
     return (short_name && !strcmp(arg, short_name)) || !strcmp(arg, long_name);
 }
 
-/* "cpu", "cuda", "cuda:N" */
+/* "cpu", "cuda", "cuda:N" (devices.c) */
 int cli_parse_device(const char *s, swin_device *dev, int *index);
+
+/* ---- several GPUs (devices.c): --device cpu | cuda | cuda:N | cuda:N,M,... | cuda:all */
+#define CLI_MAX_GPUS 64
+typedef struct {
+    swin_device device;
+    int all;                   /* cuda:all */
+    int implicit;              /* plain "cuda": cuda:0, or the node-local rank's GPU under MPI */
+    int n;                     /* entries of index (1 for cpu and plain cuda: 0) */
+    int index[CLI_MAX_GPUS];
+} cli_devices;
+/* Syntax and duplicates; on error prints "swin <cmd>: bad --device ..." and returns EXIT_USAGE. */
+int cli_parse_devices(const char *cmd, const char *s, cli_devices *d);
+/* The GPUs this process runs on, into out[CLI_MAX_GPUS] (cpu: one entry, 0): the list or every GPU,
+ * shared out among the local_size ranks of an MPI job on this node (devices.c says how). No GPU,
+ * or an index that does not exist: prints "swin <cmd>: --device SPEC: ..." and returns EXIT_USAGE. */
+int cli_resolve_devices(const char *cmd, const char *spec, const cli_devices *d, int local_rank, int local_size,
+                        int *out, int *n);
 /* --img-size: "S" (square) or "HxW", each 1 to 16384; 0 on success */
 int cli_parse_size(const char *s, int *h, int *w);
 #define CLI_IMG_SIZE_HELP                                                                      \
@@ -44,6 +61,11 @@ int cli_parse_float(const char *s, float *out);
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* print "swin <cmd>: <message>" and return EXIT_USAGE */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* Quiet: cli_usage_error and cli_value print nothing (an MPI rank > 0 while it parses the flags
+ * every rank parses alike: rank 0 speaks for all). Returns the previous setting. */
+int cli_set_quiet(int quiet);
+/* Messages name this process: "swin <cmd>: rank R on HOST: ..." (MPI ranks > 0; NULL: none). */
+void cli_set_origin(const char *origin);
 /* the embedded default model directory: <bindir>/../share/swin/digits when installed, the source
  * tree's weights/digits when run from the build directory (default_model.c) */
 const char *cli_default_model(void);

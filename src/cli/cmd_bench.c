@@ -1,6 +1,6 @@
 /* cmd_bench.c - `swin bench`: latency and throughput of the CUDA engine.
  *
- *   swin bench [--model PATH | --arch NAME] [--device cuda[:N]] [--precision P] [--batch 1,8,64]
+ *   swin bench [--model PATH | --arch NAME] [--device cuda[:N]|cuda:all|cuda:N,M] [--precision P] [--batch 1,8,64]
  *              [--attention fused|unfused] [--graphs on|off] [--iters N] [--warmup N]
  *              [--breakdown] [--img-size H[xW]] [--json]
  *
@@ -8,34 +8,19 @@
  * p10/p90, img/s and achieved TFLOP/s. In the same run the other attention implementation is
  * measured too (attention ops alone, and end to end), giving the fused/unfused ratios.
  * --breakdown times every op of un-captured forwards (per op class and per stage).
+ * Several GPUs (--device cuda:all, cuda:0,2): bench_multi.c.
  * A benchmark, not a test: it never judges a time. Without a GPU it says so and exits 2.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "bench.h"
 #include "config.h"
-#include "model.h"
-#ifdef SWIN_HAVE_CUDA
-#include "engine.h"
-#endif
 
-#define CMD "bench"
-#define MAX_BATCHES 16
 #define DEFAULT_ARCH "swin_tiny_patch4_window7_224"
-
-typedef struct {
-    const char *model, *arch;
-    swin_device device;
-    int device_index;
-    swin_precision precision;
-    swin_attention attention;
-    int graphs, iters, warmup, breakdown, json;
-    int img_h, img_w;   /* --img-size, 0: the config's */
-    int batches[MAX_BATCHES], n_batches;
-} bench_args;
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -43,7 +28,8 @@ static void usage(FILE *f) {
             "Measure latency and throughput of the CUDA engine (random weights unless --model).\n"
             "  -m, --model PATH        model directory or .safetensors (default: random weights)\n"
             "  -a, --arch NAME         architecture preset (default " DEFAULT_ARCH ")\n"
-            "  -d, --device DEV        cuda or cuda:N (default cuda)\n"
+            "  -d, --device DEV        cuda, cuda:N, or several GPUs at once: cuda:N,M,... or\n"
+            "                          cuda:all (per-GPU and total img/s; default cuda)\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp16)\n"
             "  -b, --batch LIST        comma-separated batch sizes (default 1,8,64,256)\n"
             "      --attention IMPL    fused or unfused (default fused); the other is measured too\n"
@@ -71,7 +57,8 @@ static int parse_batches(const char *s, bench_args *a) {
 /* 0: run; 1: help shown (exit 0); EXIT_USAGE: bad flags (message printed) */
 static int parse(int argc, char **argv, bench_args *a) {
     memset(a, 0, sizeof *a);
-    a->device = SWIN_DEVICE_CUDA;
+    cli_parse_devices(CMD, "cuda", &a->dev);
+    a->device_spec = "cuda";
     a->precision = SWIN_FP16;
     a->attention = SWIN_ATTN_FUSED;
     a->graphs = 1;
@@ -88,9 +75,10 @@ static int parse(int argc, char **argv, bench_args *a) {
         else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
         else if (cli_flag(f, "-d", "--device")) {
             VALUE();
-            if (cli_parse_device(v, &a->device, &a->device_index))
-                return cli_usage_error(CMD, "bad --device '%s' (expected cuda or cuda:N)", v);
-            if (a->device != SWIN_DEVICE_CUDA) return cli_usage_error(CMD, "bench runs on the GPU: use --device cuda[:N]");
+            if (cli_parse_devices(CMD, v, &a->dev)) return EXIT_USAGE;
+            if (a->dev.device != SWIN_DEVICE_CUDA)
+                return cli_usage_error(CMD, "bench runs on the GPU: use --device cuda, cuda:N, cuda:N,M,... or cuda:all");
+            a->device_spec = v;
         } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->precision) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
@@ -126,6 +114,54 @@ static int parse(int argc, char **argv, bench_args *a) {
     return 0;
 }
 
+// ---- shared with bench_multi.c
+
+static int cmp_float(const void *x, const void *y) {
+    float a = *(const float *)x, b = *(const float *)y;
+    return (a > b) - (a < b);
+}
+
+bench_stats bench_summarise(float *ms, int n) {
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    bench_stats s;
+    s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    s.p10 = ms[(int)(0.1 * (n - 1) + 0.5)];
+    s.p90 = ms[(int)(0.9 * (n - 1) + 0.5)];
+    return s;
+}
+
+void bench_json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+swin_session_options bench_options(const bench_args *a) {
+    swin_session_options o = swin_session_options_default();
+    o.device = SWIN_DEVICE_CUDA;
+    o.device_index = a->device_index;
+    o.precision = a->precision;
+    o.attention = a->attention;
+    o.graphs = a->graphs;
+    o.max_batch = 1;
+    for (int i = 0; i < a->n_batches; i++) if (a->batches[i] > o.max_batch) o.max_batch = a->batches[i];
+    return o;
+}
+
+float *bench_input(size_t n) {
+    float *x = malloc(n * sizeof *x);
+    uint64_t state = 0x2545F4914F6CDD1Dull;   /* xorshift64*: the same input every run */
+    for (size_t i = 0; x && i < n; i++) {
+        state ^= state >> 12; state ^= state << 25; state ^= state >> 27;
+        x[i] = (float)((state * 2685821657736338717ull) >> 40) / 16777216.0f * 4.0f - 2.0f;
+    }
+    return x;
+}
+
 #ifndef SWIN_HAVE_CUDA
 int cmd_bench(int argc, char **argv) {
     bench_args a;
@@ -141,29 +177,11 @@ int cmd_bench(int argc, char **argv) {
         if (try_st_ != SWIN_OK) return try_st_; \
     } while (0)
 
-// ---- statistics
-
-typedef struct { double median, p10, p90; } stats;
-
-static int cmp_float(const void *x, const void *y) {
-    float a = *(const float *)x, b = *(const float *)y;
-    return (a > b) - (a < b);
-}
-
-static stats summarise(float *ms, int n) {
-    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
-    stats s;
-    s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-    s.p10 = ms[(int)(0.1 * (n - 1) + 0.5)];
-    s.p90 = ms[(int)(0.9 * (n - 1) + 0.5)];
-    return s;
-}
-
 // ---- one batch size
 
 typedef struct {
     int batch;
-    stats e2e;                   /* the chosen configuration */
+    bench_stats e2e;                   /* the chosen configuration */
     double e2e_fused, e2e_unfused, attn_fused, attn_unfused;
     int have_profile;
     swin_engine_profile prof;
@@ -178,11 +196,11 @@ static swin_status measure(swin_engine *eng[2], const bench_args *a, const float
     for (int k = 0; k < 2; k++) {
         TRY(swin_engine_set_input(eng[k], input, B));
         TRY(swin_engine_time_forward(eng[k], B, a->warmup, a->iters, ms));
-        stats s = summarise(ms, a->iters);
+        bench_stats s = bench_summarise(ms, a->iters);
         if (k == 0) r->e2e = s;
         e2e[k] = s.median;
         TRY(swin_engine_time_attention(eng[k], B, a->warmup, a->iters, ms));
-        attn[k] = summarise(ms, a->iters).median;
+        attn[k] = bench_summarise(ms, a->iters).median;
     }
     int f = a->attention == SWIN_ATTN_FUSED ? 0 : 1;
     r->e2e_fused = e2e[f];
@@ -198,25 +216,15 @@ static swin_status measure(swin_engine *eng[2], const bench_args *a, const float
 
 // ---- output
 
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 static const char *const class_key[SWIN_OPS_COUNT] = {"gemm", "attention", "norm", "other"};
 
 static void print_json(const bench_args *a, const char *arch, const char *gpu, int drv, int rt,
                        const bench_result *res, int n, double gflops, int stages) {
     printf("{\"tool\":\"swin\",\"arch\":");
-    json_str(arch);
+    bench_json_str(arch);
     printf(",\"precision\":\"%s\",\"graphs\":%s,\"gpu\":", swin_precision_str(a->precision),
            a->graphs ? "true" : "false");
-    json_str(gpu);
+    bench_json_str(gpu);
     printf(",\"driver\":\"%d.%d\",\"cuda_runtime\":\"%d.%d\",\"results\":[", drv / 1000, drv % 1000 / 10,
            rt / 1000, rt % 1000 / 10);
     for (int i = 0; i < n; i++) {
@@ -236,7 +244,7 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
         for (int k = 0; k < r->prof.n_ops; k++) {
             const swin_op_time *o = &r->prof.ops[k];
             printf("%s{\"name\":", k ? "," : "");
-            json_str(o->name);
+            bench_json_str(o->name);
             printf(",\"class\":\"%s\",\"calls\":%d,\"ms\":%.4f,\"per_stage_ms\":[", class_key[o->cls], o->calls, o->ms);
             for (int s = 0; s < stages; s++) printf("%s%.4f", s ? "," : "", o->stage_ms[s]);
             printf("]}");
@@ -296,14 +304,8 @@ static void print_table(const bench_args *a, const char *arch, const char *sourc
 
 static int run(const bench_args *a, swin_model *m, const char *source) {
     const swin_config *c = swin_model_config(m);
-    int maxb = 1;
-    for (int i = 0; i < a->n_batches; i++) if (a->batches[i] > maxb) maxb = a->batches[i];
-    swin_session_options o = swin_session_options_default();
-    o.device = SWIN_DEVICE_CUDA;
-    o.device_index = a->device_index;
-    o.precision = a->precision;
-    o.graphs = a->graphs;
-    o.max_batch = maxb;
+    swin_session_options o = bench_options(a);
+    int maxb = o.max_batch;
     swin_engine *eng[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         o.attention = k == 0 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
@@ -319,15 +321,10 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     swin_cuda_device_info(a->device_index, gpu, sizeof gpu, &drv, &rt);
 
     size_t n_in = (size_t)maxb * 3 * c->img_h * c->img_w;
-    float *input = malloc(n_in * sizeof(float)), *ms = malloc((size_t)a->iters * sizeof(float));
+    float *input = bench_input(n_in), *ms = malloc((size_t)a->iters * sizeof(float));
     bench_result *res = calloc((size_t)a->n_batches, sizeof *res);
     int rc = 0;
     if (!input || !ms || !res) { fprintf(stderr, "swin bench: out of memory\n"); rc = EXIT_FAILED; }
-    uint64_t state = 0x2545F4914F6CDD1Dull;   /* deterministic input in [-2, 2) */
-    for (size_t i = 0; !rc && i < n_in; i++) {
-        state ^= state >> 12; state ^= state << 25; state ^= state >> 27;
-        input[i] = (float)((state * 2685821657736338717ull) >> 40) / 16777216.0f * 4.0f - 2.0f;
-    }
     for (int i = 0; !rc && i < a->n_batches; i++) {
         if (isatty(2)) fprintf(stderr, "swin bench: batch %d...\n", a->batches[i]);
         if (measure(eng, a, input, a->batches[i], ms, &res[i]) != SWIN_OK) {
@@ -352,6 +349,11 @@ int cmd_bench(int argc, char **argv) {
     bench_args a;
     int r = parse(argc, argv, &a);
     if (r) return r == 1 ? 0 : r;
+    int gpus[CLI_MAX_GPUS], n_gpus = 0;
+    if (cli_resolve_devices(CMD, a.device_spec, &a.dev, 0, 1, gpus, &n_gpus)) return EXIT_USAGE;
+    if (n_gpus > 1 && a.breakdown)
+        return cli_usage_error(CMD, "--breakdown profiles one GPU: use --device cuda:N with it");
+    a.device_index = gpus[0];   /* cuda:all on a machine of one GPU: exactly cuda:0 */
     swin_model *m = NULL;
     swin_status st;
     if (a.model) {
@@ -379,7 +381,8 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "swin bench: %s\n", swin_last_error());
         return EXIT_USAGE;
     }
-    int rc = run(&a, m, a.model ? a.model : "random weights");
+    const char *source = a.model ? a.model : "random weights";
+    int rc = n_gpus > 1 ? bench_multi(&a, m, source, gpus, n_gpus) : run(&a, m, source);
     swin_model_free(m);
     return rc;
 }

@@ -1,67 +1,65 @@
 /* cmd_classify.c - `swin classify`: top-K labels for images, files or directories.
  *
- *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device cpu|cuda[:N]]
+ *   swin classify [--model PATH] [--top K] [--json] [--batch N] [--device DEV] [--out FILE]
  *                 [--pillow VERSION] IMAGE... | DIR
  *   swin classify --list FILE ...
+ *   mpirun -np N swin classify --list FILE --out FILE ...
  *
  * Images go through the pipeline of src/image/pipeline.h: decoder threads, batches of N in flight
  * while the session runs the previous one, preprocessing as the model's config says (on the GPU
- * by default with --device cuda); results are printed in the order given (directories: sorted,
- * recursive):
+ * by default with --device cuda); with several GPUs (cuda:all, cuda:0,2) one session per GPU
+ * takes the decoded batches as it frees up. Results are printed in the order given
+ * (directories: sorted, recursive), on stdout or into --out FILE:
  *   text:  "path: label (0.953), label2 (0.021), ..."
  *   json:  {"file": "path", "top": [{"index": 3, "label": "3", "prob": 0.953}, ...]} per line,
  *          {"file": "path", "error": "..."} for an image that could not be read.
  * Bad images are reported on stderr in their place and the others go on; exit 1 if any failed, 0
  * otherwise, 2 for usage errors (bad flags, a model that cannot be loaded). Progress (images,
  * img/s, ETA) on stderr when it is a terminal, and one summary line on stderr at the end;
- * --timing adds the time per stage. Test: tests/cli_classify.sh.
+ * --timing adds the time per stage.
+ *
+ * Started by mpirun or srun (built with MPI, dist.h), the processes are ranks of one job: rank 0
+ * reads the list, loads the model and sends every rank the paths; each rank classifies one
+ * contiguous block of whole batches on its node-local GPU(s) (devices.c); the others record their
+ * results (sink.h) and send them to rank 0, which writes every block in input order, messages
+ * included, then the one summary line. Output and exit status are those of one process.
+ * Tests: tests/cli_classify.sh, tests/cli_mpi.sh, tests/cli_gpu_multi.sh.
  */
-#define _POSIX_C_SOURCE 200809L /* strdup, opendir, fileno, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* fileno, clock_gettime */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "pipeline.h"
+#include "classify.h"
 
-#define CMD "classify"
-#define MAX_DEPTH 64
 
-typedef struct {
-    const char *model, *arch, *list, *style;
-    int top, json, batch, device_index, threads, timing;
-    int img_h, img_w;   /* --img-size, 0: the config's */
-    int pillow;         /* --pillow major version, 0: SWIN_PILLOW_DEFAULT */
-    swin_preprocess_device pre_device;
-    swin_decoder decoder;
-    swin_device device;
-    swin_precision precision;
-} classify_args;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: swin classify [options] IMAGE... | DIR...\n"
             "       swin classify [options] --list FILE\n"
+            "       mpirun -np N swin classify [options] --list FILE --out FILE\n"
             "Print the top-K classes of each image. Directories are walked recursively in sorted order\n"
             "(.jpg .jpeg .png .bmp .gif .tga .ppm .pgm .pnm, any case; hidden entries skipped).\n"
             "  -m, --model PATH        model directory (config.json + model.safetensors) or a\n"
             "                          .safetensors file with --arch (default: %s)\n"
             "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
             "  -k, --top K             classes per image (default 5, at most the number of classes)\n"
-            "      --json              one JSON object per image on stdout\n"
+            "      --json              one JSON object per image\n"
+            "  -o, --out FILE          write the results to FILE instead of stdout ('-': stdout)\n"
             "  -b, --batch N           images per forward pass (default 8)\n"
             "      --preprocess STYLE  timm or hf (default: the model's own)\n"
-            "  -d, --device DEV        cpu, cuda or cuda:N (default cpu)\n"
+            "  -d, --device DEV        cpu, cuda, cuda:N, several GPUs cuda:N,M,... or every GPU\n"
+            "                          cuda:all (default cpu); under MPI see the README\n"
             "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32 on cpu, fp16 on cuda)\n"
             "  -l, --list FILE         read image paths from FILE, one per line ('-': stdin)\n"
-            "  -t, --threads N         decoder threads (default: the number of cores)\n"
+            "  -t, --threads N         decoder threads (default: the number of cores; under MPI\n"
+            "                          shared among the ranks of a node)\n"
             "      --preprocess-device D  gpu or cpu: where images are resized and normalised\n"
             "                          (default gpu with --device cuda; the same values either way)\n"
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
@@ -70,22 +68,31 @@ static void usage(FILE *f) {
             CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP
             "  -h, --help              this help\n"
+            "Started by mpirun or srun, the processes share the images out and rank 0 writes every\n"
+            "result in input order (%s).\n"
             "Exit status: 0 all images classified, 1 some image failed, 2 usage error.\n",
-            cli_default_model());
+            cli_default_model(),
+#ifdef SWIN_HAVE_MPI
+            "this swin was built with MPI"
+#else
+            "this swin was built without MPI: it refuses to run as one of several"
+#endif
+    );
 }
 
-/* 0: run; 1: help shown; EXIT_USAGE: bad flags (message printed). Positional args -> *inputs. */
+/* 0: run; 1: help asked for; EXIT_USAGE: bad flags (message printed). Positional args -> *inputs. */
 static int parse(int argc, char **argv, classify_args *a, const char **inputs, int *n_inputs) {
     memset(a, 0, sizeof *a);
     a->top = 5;
     a->batch = 8;
-    a->device = SWIN_DEVICE_CPU;
+    cli_parse_devices(CMD, "cpu", &a->dev);
+    a->device_spec = "cpu";
     a->precision = (swin_precision)-1;
     *n_inputs = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v;
 #define VALUE() do { if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE; } while (0)
-        if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
+        if (cli_flag(f, "-h", "--help")) return 1;
         else if (!strcmp(f, "--json")) a->json = 1;
         else if (!strcmp(f, "--timing")) a->timing = 1;
         else if (!strcmp(f, "--img-size")) {
@@ -114,6 +121,7 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
         else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
         else if (cli_flag(f, "-l", "--list")) { VALUE(); a->list = v; }
+        else if (cli_flag(f, "-o", "--out")) { VALUE(); a->out = v; }
         else if (!strcmp(f, "--preprocess")) {
             VALUE();
             swin_preprocess_style s;
@@ -130,8 +138,8 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
                 return cli_usage_error(CMD, "bad --batch '%s' (expected an integer from 1 to 4096)", v);
         } else if (cli_flag(f, "-d", "--device")) {
             VALUE();
-            if (cli_parse_device(v, &a->device, &a->device_index))
-                return cli_usage_error(CMD, "bad --device '%s' (expected cpu, cuda or cuda:N)", v);
+            if (cli_parse_devices(CMD, v, &a->dev)) return EXIT_USAGE;
+            a->device_spec = v;
         } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->precision) != SWIN_OK)
@@ -145,87 +153,15 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         }
 #undef VALUE
     }
-    if ((int)a->precision < 0) a->precision = a->device == SWIN_DEVICE_CUDA ? SWIN_FP16 : SWIN_FP32;
+    if ((int)a->precision < 0) a->precision = a->dev.device == SWIN_DEVICE_CUDA ? SWIN_FP16 : SWIN_FP32;
     if (!a->model) a->model = cli_default_model();
     if (a->list && *n_inputs) return cli_usage_error(CMD, "give images either as arguments or with --list, not both");
     if (!a->list && !*n_inputs) return cli_usage_error(CMD, "no images given (try swin classify --help)");
-    if (a->pre_device == SWIN_PRE_DEVICE_GPU && a->device != SWIN_DEVICE_CUDA)
+    if (a->pre_device == SWIN_PRE_DEVICE_GPU && a->dev.device != SWIN_DEVICE_CUDA)
         return cli_usage_error(CMD, "--preprocess-device gpu needs --device cuda");
-    if (a->decoder == SWIN_DECODER_NVJPEG && (a->device != SWIN_DEVICE_CUDA || a->pre_device == SWIN_PRE_DEVICE_CPU))
+    if (a->decoder == SWIN_DECODER_NVJPEG && (a->dev.device != SWIN_DEVICE_CUDA || a->pre_device == SWIN_PRE_DEVICE_CPU))
         return cli_usage_error(CMD, "--decoder nvjpeg needs --device cuda and GPU preprocessing");
     return 0;
-}
-
-/* ---- the list of image paths */
-typedef struct {
-    char **v;
-    int n, cap;
-} path_list;
-
-static int paths_add(path_list *l, const char *p) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 64;
-        char **nv = realloc(l->v, (size_t)cap * sizeof *nv);
-        if (!nv) return 1;
-        l->v = nv;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(p))) return 1;
-    l->n++;
-    return 0;
-}
-
-static void paths_free(path_list *l) {
-    for (int i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Add the images under dir, sorted by name, subdirectories in place; hidden entries skipped.
- * Returns 0, or 1 after printing a message (an unreadable directory). */
-static int walk(path_list *out, const char *dir, int depth) {
-    DIR *d = opendir(dir);
-    if (!d) { fprintf(stderr, "swin %s: %s: cannot read directory (%s)\n", CMD, dir, strerror(errno)); return 1; }
-    path_list names = {0};
-    struct dirent *e;
-    int bad = 0;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.' && paths_add(&names, e->d_name)) bad = 1;
-    closedir(d);
-    if (names.n) qsort(names.v, (size_t)names.n, sizeof *names.v, cmp_str);
-    size_t dl = strlen(dir);
-    int slash = dl > 0 && dir[dl - 1] == '/';
-    for (int i = 0; i < names.n && !bad; i++) {
-        size_t len = dl + 1 + strlen(names.v[i]) + 1;
-        char *p = malloc(len);
-        if (!p) { bad = 1; break; }
-        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (depth < MAX_DEPTH) bad |= walk(out, p, depth + 1);
-        } else if (swin_image_has_extension(p)) {
-            bad |= paths_add(out, p);
-        }
-        free(p);
-    }
-    paths_free(&names);
-    return bad;
-}
-
-/* Read paths from FILE ('-' for stdin), one per line; trailing \r and blank lines ignored. */
-static int read_list(path_list *out, const char *file) {
-    FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
-    if (!f) { fprintf(stderr, "swin %s: %s: cannot open list (%s)\n", CMD, file, strerror(errno)); return 1; }
-    char line[8192];
-    int bad = 0;
-    while (!bad && fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n) bad = paths_add(out, line);
-    }
-    if (f != stdin) fclose(f);
-    return bad;
 }
 
 /* ---- output */
@@ -246,11 +182,12 @@ static void top_k(const float *logits, int n, int k, scored *out) {
     }
 }
 
-static void print_result(const swin_model *m, const char *path, const scored *top, int k, int json) {
+static void print_result(cli_sink *s, const swin_model *m, const char *path, const scored *top, int k, int json) {
     if (!json) {
-        printf("%s:", path);
-        for (int j = 0; j < k; j++) printf("%s %s (%.3f)", j ? "," : "", swin_model_label(m, top[j].index), top[j].prob);
-        printf("\n");
+        sink_printf(s, "%s:", path);
+        for (int j = 0; j < k; j++) sink_printf(s, "%s %s (%.3f)", j ? "," : "", swin_model_label(m, top[j].index), top[j].prob);
+        sink_printf(s, "\n");
+        sink_end_line(s);
         return;
     }
     cJSON *o = cJSON_CreateObject(), *arr;
@@ -263,9 +200,12 @@ static void print_result(const swin_model *m, const char *path, const scored *to
         cJSON_AddNumberToObject(e, "prob", round(top[j].prob * 1e6) / 1e6);
         cJSON_AddItemToArray(arr, e);
     }
-    char *s = cJSON_PrintUnformatted(o);
-    if (s) printf("%s\n", s);
-    free(s);
+    char *str = cJSON_PrintUnformatted(o);
+    if (str) {
+        sink_printf(s, "%s\n", str);
+        sink_end_line(s);
+    }
+    free(str);
     cJSON_Delete(o);
 }
 
@@ -275,16 +215,18 @@ static void clear_progress(void) {
     if (g_progress) { fprintf(stderr, "\r\033[K"); g_progress = 0; }
 }
 
-static void print_error(const char *path, const char *msg, int json) {
-    clear_progress();
-    fprintf(stderr, "swin %s: %s\n", CMD, msg);
+static void print_error(cli_sink *s, const char *path, const char *msg, int json) {
+    sink_error(s, msg);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "file", path);
         cJSON_AddStringToObject(o, "error", msg);
-        char *s = cJSON_PrintUnformatted(o);
-        if (s) printf("%s\n", s);
-        free(s);
+        char *str = cJSON_PrintUnformatted(o);
+        if (str) {
+            sink_printf(s, "%s\n", str);
+            sink_end_line(s);
+        }
+        free(str);
         cJSON_Delete(o);
     }
 }
@@ -299,6 +241,7 @@ static double now_s(void) {
 typedef struct {
     const classify_args *a;
     const swin_model *model;
+    cli_sink *sink;
     int nc, k, n, progress;
     scored *top;
     double t0, last_progress;
@@ -307,16 +250,16 @@ typedef struct {
 static void on_result(void *ctx, const swin_pipeline_result *r) {
     run_ctx *c = ctx;
     if (r->error) {
-        print_error(r->path, r->error, c->a->json);
+        print_error(c->sink, r->path, r->error, c->a->json);
     } else {
         top_k(r->logits, c->nc, c->k, c->top);
         clear_progress();
-        print_result(c->model, r->path, c->top, c->k, c->a->json);
+        print_result(c->sink, c->model, r->path, c->top, c->k, c->a->json);
     }
     int done = r->index + 1;
     double t = now_s();
     if (c->progress && (t - c->last_progress > 0.25 || done == c->n)) {
-        fflush(stdout);
+        fflush(c->sink->out);
         double rate = done / (t - c->t0 > 1e-9 ? t - c->t0 : 1e-9);
         fprintf(stderr, "\rclassify: %d/%d images, %.0f img/s, ETA %.0f s\033[K", done, c->n, rate,
                 (c->n - done) / rate);
@@ -325,7 +268,7 @@ static void on_result(void *ctx, const swin_pipeline_result *r) {
     }
 }
 
-static void print_timing(const swin_pipeline_stats *st) {
+static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stats *per, const int *gpus, int n_gpus) {
     fprintf(stderr,
             "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from nvJPEG "
             "to the CPU):\n"
@@ -339,104 +282,105 @@ static void print_timing(const swin_pipeline_stats *st) {
         fprintf(stderr, "  nvJPEG (%d images on the JPEG engines, %d on the default backend): nvjpeg-parse %.1f  "
                 "nvjpeg-engines %.1f  nvjpeg-default %.1f  nvjpeg-sync %.1f\n", st->nvjpeg_hw_images, st->nvjpeg_sw_images,
                 st->nvjpeg_parse_ms, st->nvjpeg_hw_ms, st->nvjpeg_sw_ms, st->nvjpeg_sync_ms);
+    for (int g = 0; per && n_gpus > 1 && g < n_gpus; g++)
+        fprintf(stderr, "  cuda:%d: %d images in %d batches, wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  "
+                "gpu-preprocess %.1f  forward %.1f\n", gpus[g], per[g].images, per[g].batches, per[g].wait_ms,
+                per[g].gpu_decode_ms, per[g].upload_ms, per[g].gpu_preprocess_ms, per[g].forward_ms);
 }
 
-static int classify(const classify_args *a, const path_list *paths, int inputs_failed) {
-    swin_model *model = NULL;
-    swin_load_options lo = swin_load_options_default();
-    lo.arch = a->arch;
-    lo.img_h = a->img_h;
-    lo.img_w = a->img_w;
-    if (swin_model_load(a->model, &lo, &model) != SWIN_OK)
-        return cli_usage_error(CMD, "%s", swin_last_error());
-    const swin_config *cfg = swin_model_config(model);
+static int run(const classify_args *a, classify_job *j) {
+    cli_dist *d = j->d;
+    const swin_config *cfg = swin_model_config(j->model);
     swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
     if (a->style) swin_preprocess_style_parse(a->style, &pp.style);
     pp.pillow = a->pillow;
-    if (cfg->in_chans != 3) {
-        swin_model_free(model);
-        return cli_usage_error(CMD, "%s: model takes %d input channels; images have 3", a->model, cfg->in_chans);
-    }
-    int batch = a->batch < paths->n ? a->batch : (paths->n > 0 ? paths->n : 1);
-    swin_session_options so = swin_session_options_default();
-    so.device = a->device;
-    so.device_index = a->device_index;
-    so.precision = a->precision;
-    so.max_batch = batch;
-    swin_session *sess = NULL;
-    if (swin_session_create(model, &so, &sess) != SWIN_OK) {
-        int rc = cli_usage_error(CMD, "%s", swin_last_error());
-        swin_model_free(model);
-        return rc;
-    }
-    run_ctx c = {a, model, cfg->num_classes, 0, paths->n, 0, NULL, now_s(), 0};
+    int lo, hi;
+    job_shard(j, &lo, &hi);
+    cli_sink sink = {CMD, d->rank == 0 ? j->out : NULL, clear_progress, NULL, 0, 0, NULL, 0, 0, 0};
+    if (d->rank == 0 && d->size > 1) setvbuf(j->out, NULL, _IOLBF, 0);   /* whole lines, should a rank die */
+    run_ctx c = {a, j->model, &sink, cfg->num_classes, 0, hi - lo, 0, NULL, now_s(), 0};
     c.k = a->top < c.nc ? a->top : c.nc;
     c.top = malloc((size_t)c.k * sizeof *c.top);
-    c.progress = isatty(fileno(stderr)) && paths->n > batch;
+    c.progress = d->rank == 0 && isatty(fileno(stderr)) && hi - lo > j->batch;
     swin_pipeline_options po = swin_pipeline_options_default();
-    po.batch = batch;
+    po.batch = j->batch;
     po.threads = a->threads;
+    if (!po.threads && d->local_size > 1) {   /* the node's cores shared among its ranks */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        po.threads = cores / d->local_size > 1 ? (int)(cores / d->local_size) : 1;
+    }
     po.where = a->pre_device;
     po.decoder = a->decoder;
-    swin_pipeline_stats st;
-    int rc = 0;
-    if (!c.top) {
-        rc = cli_usage_error(CMD, "out of memory");
-    } else if (swin_pipeline_run(sess, &pp, (const char *const *)paths->v, paths->n, &po, on_result, &c, &st) !=
-               SWIN_OK) {
+    swin_pipeline_stats st, per[CLI_MAX_GPUS];
+    memset(&st, 0, sizeof st);
+    double t0 = now_s();
+    int broken = 1, lost = 0, rc = 0;
+    if (!c.top) cli_usage_error(CMD, "out of memory");
+    else if (swin_pipeline_run_multi(j->sess, j->n_sess, &pp, (const char *const *)j->paths.v + lo, hi - lo, &po,
+                                     on_result, &c, &st, per) != SWIN_OK) {
         clear_progress();
-        rc = cli_usage_error(CMD, "%s", swin_last_error());
+        cli_usage_error(CMD, "%s", swin_last_error());
     } else {
         clear_progress();
-        fflush(stdout);
-        double s = st.wall_ms / 1e3;
-        fprintf(stderr, "swin %s: %d images, %d failed, %.2f s, %.1f img/s", CMD, st.images, st.failed, s,
-                s > 0 ? st.images / s : 0.0);
-        if (st.warmup_ms > 0) fprintf(stderr, " (after a %.2f s warm-up)", st.warmup_ms / 1e3);
-        fputc('\n', stderr);
-        if (a->timing) print_timing(&st);
-        rc = st.failed || inputs_failed ? EXIT_FAILED : 0;
+        broken = 0;
     }
+    if ((lost = sink.oom)) cli_usage_error(CMD, "out of memory: some results are missing from the output");
+    if (d->size > 1) job_gather(j, &sink, &st, &lost, &broken);
+    if (d->rank == 0 && broken) rc = EXIT_USAGE;
+    else if (d->rank == 0) {
+        fflush(j->out);
+        if (j->out != stdout) {
+            int bad = ferror(j->out);
+            bad |= fclose(j->out) != 0;
+            j->out = NULL;
+            if (bad) {
+                fprintf(stderr, "swin %s: %s: cannot write the results (%s)\n", CMD, a->out, strerror(errno));
+                lost = 1;
+            }
+        }
+        if (d->size > 1) st.wall_ms = (now_s() - t0) * 1e3;   /* the job's, gathering included */
+        double s = st.wall_ms / 1e3;
+        char where[64] = "";
+        if (d->size > 1) snprintf(where, sizeof where, ", %d ranks", d->size);
+        else if (j->n_sess > 1) snprintf(where, sizeof where, ", %d GPUs", j->n_sess);
+        char warm[64] = "";   /* under MPI the job's wall time includes every rank's warm-up */
+        if (d->size == 1 && st.warmup_ms > 0) snprintf(warm, sizeof warm, " (after a %.2f s warm-up)", st.warmup_ms / 1e3);
+        fprintf(stderr, "swin %s: %d images, %d failed, %.2f s, %.1f img/s%s%s\n", CMD, st.images, st.failed, s,
+                s > 0 ? st.images / s : 0.0, where, warm);
+        if (a->timing) print_timing(&st, d->size > 1 ? NULL : per, j->gpus, j->n_sess);
+        rc = st.failed || j->inputs_failed || lost ? EXIT_FAILED : 0;
+    }
+    sink_free(&sink);
     free(c.top);
-    swin_session_free(sess);
-    swin_model_free(model);
-    return rc;
+    return cli_dist_max(d, d->rank == 0 ? rc : 0);   /* every rank exits as rank 0 does */
 }
 
-int cmd_classify(int argc, char **argv) {
+static int classify(int argc, char **argv, cli_dist *d) {
     classify_args a;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
     if (!inputs) return cli_usage_error(CMD, "out of memory");
-    int r = parse(argc, argv, &a, inputs, &n_inputs);
+    int r = parse(argc, argv, &a, inputs, &n_inputs);   /* alike on every rank: rank 0 speaks */
+    if (r == 1 && d->rank == 0) usage(stdout);
     if (r) { free(inputs); return r == 1 ? 0 : r; }
-
-    /* a path that is neither a directory nor readable is reported by the decoder, in order */
-    path_list paths = {0};
-    int failed = 0;
-    if (a.list) {
-        if (read_list(&paths, a.list)) { paths_free(&paths); free(inputs); return EXIT_USAGE; }
-    }
-    for (int i = 0; i < n_inputs; i++) {
-        struct stat st;
-        if (stat(inputs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            int before = paths.n;
-            failed |= walk(&paths, inputs[i], 0);
-            if (paths.n == before) {
-                fprintf(stderr, "swin %s: %s: no images in this directory\n", CMD, inputs[i]);
-                failed = 1;
-            }
-        } else if (paths_add(&paths, inputs[i])) {
-            failed = 1;
-        }
-    }
+    cli_set_quiet(0);
+    if (d->rank > 0) cli_set_origin(d->origin);
+    classify_job j;
+    memset(&j, 0, sizeof j);
+    j.d = d;
+    r = job_start(&a, inputs, n_inputs, &j);
     free(inputs);
-    if (paths.n == 0) {
-        if (!failed) fprintf(stderr, "swin %s: no images to classify\n", CMD);
-        paths_free(&paths);
-        return EXIT_FAILED;
-    }
-    r = classify(&a, &paths, failed);
-    paths_free(&paths);
+    if (!r) r = run(&a, &j);
+    job_free(&j);
+    return r;
+}
+
+int cmd_classify(int argc, char **argv) {
+    cli_dist d;
+    int r = cli_dist_init(CMD, &d);
+    if (r) return r;
+    if (d.rank > 0) cli_set_quiet(1);
+    r = classify(argc, argv, &d);
+    cli_dist_finish(&d);
     return r;
 }

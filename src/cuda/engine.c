@@ -228,8 +228,9 @@ swin_status swin_engine_enqueue(swin_engine *e, int B) {
 
 // ---- device choice
 
-static swin_status pick_device(int index) {
+swin_status swin_engine_device_count(int *count) {
     int driver = 0, runtime = 0, n = 0;
+    *count = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
     if (driver == 0)
@@ -244,6 +245,13 @@ static swin_status pick_device(int index) {
                          driver / 1000, driver % 1000 / 10);
     if (ce != cudaSuccess)
         return swin_fail(SWIN_ERR_NO_DEVICE, "no usable GPU: cudaGetDeviceCount: %s", cudaGetErrorString(ce));
+    *count = n;
+    return SWIN_OK;
+}
+
+static swin_status pick_device(int index) {
+    int n = 0;
+    SWIN_TRY(swin_engine_device_count(&n));
     if (index < 0 || index >= n)
         return swin_fail(SWIN_ERR_NO_DEVICE, "cuda:%d does not exist (%d GPU%s)", index, n, n == 1 ? "" : "s");
     return SWIN_OK;

@@ -23,6 +23,14 @@
  * batch's JPEGs on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG
  * cannot decode is given to the CPU decoder, which decodes it or reports why not.
  *
+ * Several sessions (swin_pipeline_run_multi: one per GPU, or CPU sessions) share the decoder
+ * threads: a thread per session takes the next decoded batch, whichever session is free first,
+ * and the calling thread reports the batches in input order; there are then at least
+ * sessions + 2 batches in flight. Each image's logits are what its batch gives on any one of
+ * the sessions (the same batches as with one session). The slots' page-locked memory comes from
+ * the first session; with unified addressing (every 64-bit CUDA platform) every GPU copies from
+ * it asynchronously.
+ *
  * Results: on_result is called on the calling thread once per input, in input order, with
  * either logits or a message; a file that cannot be read or decoded never stops the others.
  * A forward that fails is reported for each image of its batch and the run goes on. The call
@@ -88,9 +96,21 @@ typedef struct {
     double nvjpeg_parse_ms, nvjpeg_hw_ms, nvjpeg_sw_ms, nvjpeg_sync_ms;
 } swin_pipeline_stats;
 
+#define SWIN_PIPELINE_MAX_SESSIONS 64
+
 swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, const char *const *paths,
                               int n, const swin_pipeline_options *o, swin_pipeline_result_fn on_result,
                               void *ctx, swin_pipeline_stats *stats);
+
+/* The same over n_sessions sessions (1 .. SWIN_PIPELINE_MAX_SESSIONS) of one model, all on the
+ * CPU or all on GPUs, each with a max batch >= o->batch, never the same session twice. With
+ * several sessions the wait and GPU stages of stats are summed over the session threads;
+ * per_session (NULL, or an array of n_sessions) receives each session's images, failed, batches,
+ * wait, nvJPEG, upload, preprocess and forward times. One session: swin_pipeline_run. */
+swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_sessions, const swin_preprocess_params *p,
+                                    const char *const *paths, int n, const swin_pipeline_options *o,
+                                    swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats,
+                                    swin_pipeline_stats *per_session);
 
 #ifdef __cplusplus
 }

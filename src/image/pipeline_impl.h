@@ -1,0 +1,79 @@
+/* pipeline_impl.h - what pipeline.c (decoder threads, slots, the in-order report) and
+ * pipeline_multi.c (one thread per session) share. Internal to src/image/pipeline*.c.
+ *
+ * A slot holds one batch through its life: decoded by the decoder threads (remaining counts
+ * down to 0), run by a lane (a session and its scratch: the forward's logits and status land
+ * in the slot, ran = 1), reported in input order by the calling thread, then handed to the batch
+ * `depth` further on. One mutex (pipe_t.mu) guards batch, remaining, ran and the counters; the
+ * work happens outside it.
+ */
+#ifndef SWIN_PIPELINE_IMPL_H
+#define SWIN_PIPELINE_IMPL_H
+
+#include <pthread.h>
+
+#include "nvjpeg_decode.h"
+#include "pipeline.h"
+
+typedef struct {
+    swin_image img;
+    uint8_t *jpeg;               /* nvJPEG mode: the file's bytes, decoded by the lane */
+    size_t jpeg_len;
+    int on_device;               /* img.rgb is device memory (decoded by nvJPEG) */
+    int in_arena;                /* img.rgb points into the slot arena (not freed) */
+    int ok;
+    char err[1024];
+} pipe_item;
+
+typedef struct {
+    int batch;                   /* the batch this slot holds or waits for */
+    int remaining;               /* its images not yet decoded */
+    int ran;                     /* the forward ran; logits / fs / fmsg hold its outcome */
+    int begun, ngood;            /* its forward was started, over ngood decoded images */
+    pipe_item *items;            /* [batch size] */
+    uint8_t *arena;              /* page-locked pixels, NULL when none */
+    size_t arena_cap, arena_used;
+    float *x;                    /* [batch, 3, S, S] when the CPU preprocesses */
+    float *logits;               /* [batch, classes]: the good images' logits, packed */
+    swin_status fs;              /* the forward's status */
+    char fmsg[1024];             /* its message when it failed */
+} pipe_slot;
+
+typedef struct {                 /* one session and what running a batch on it needs */
+    swin_session *s;
+    swin_nvjpeg *dec;            /* nvJPEG mode: on this session's GPU */
+    swin_image *imgs;            /* [batch] */
+    int *on_device;              /* [batch] */
+    swin_pipeline_stats st;      /* its images, failed, batches, wait and GPU stages */
+} pipe_lane;
+
+typedef struct {
+    const swin_preprocess_params *p;
+    const char *const *paths;
+    int n, B, depth, nbatches, cpu_pre, nvjpeg, nc;
+    int gpu;                     /* the sessions run on GPUs: short batches are padded to B */
+    size_t per;                  /* floats per preprocessed image */
+    pipe_slot *slots;
+    pipe_lane *lanes;
+    int n_lanes;
+    pthread_mutex_t mu;
+    pthread_cond_t slot_free, batch_done, batch_ran;
+    int next;                    /* next input index to decode */
+    int next_run;                /* lanes: the next batch to run */
+    double read_ms, decode_ms, pre_ms;   /* summed over decoder threads, under mu */
+} pipe_t;
+
+double swin_pipe_now_ms(void);
+/* Wait (under q->mu, held on entry and exit) until batch k is decoded into its slot. */
+void swin_pipe_wait_decoded(pipe_t *q, int k);
+/* Run decoded batch k on lane l, start to end: nvJPEG decode, forward; the outcome goes into
+ * the slot. (One session on the calling thread overlaps these steps with the report instead.) */
+void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k);
+/* Batches 0 .. nbatches-1 on q->n_lanes lane threads, each reported in order on the calling
+ * thread (pipeline_multi.c). Returns 0, or -1 when no lane thread could start (nothing run). */
+int swin_pipe_run_lanes(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats);
+/* Report batch k in input order, then hand its slot to batch k + depth (calling thread). */
+void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
+                            swin_pipeline_stats *stats);
+
+#endif
