@@ -1,5 +1,5 @@
 /* decode.c - read image files into RGB8 (see image.h for the conversion rules): JPEG goes to
- * libjpeg-turbo (jpeg.c), the other formats to stb_image.
+ * libjpeg-turbo (jpeg.c), binary PNM to pnm.c, the other formats to stb_image.
  *
  * stb_image is permissive: it decodes a truncated GIF, BMP or TGA without complaint, filling the
  * missing part with black. PIL refuses those ("image file is truncated"), so the checks below
@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "jpeg.h"
+#include "pnm.h"
 
 /* ---- stb_image, compiled here only, for the formats we support */
 #define STB_IMAGE_IMPLEMENTATION
@@ -27,7 +28,6 @@
 #define STBI_ONLY_BMP
 #define STBI_ONLY_GIF
 #define STBI_ONLY_TGA
-#define STBI_ONLY_PNM
 #define STBI_MAX_DIMENSIONS SWIN_IMAGE_MAX_SIDE
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -59,21 +59,6 @@ static uint32_t le32(const uint8_t *p) { return le16(p) | (uint32_t)le16(p + 2) 
 
 /* ---- the size a header claims, read without stb (whose failure reason is that of the last
  * format it tried): 1 when found. Lets us refuse huge images with a clear message. */
-static int pnm_int(const uint8_t *d, size_t n, size_t *p, long *v) {
-    for (;;) {
-        while (*p < n && isspace(d[*p])) (*p)++;
-        if (*p < n && d[*p] == '#') {
-            while (*p < n && d[*p] != '\n') (*p)++;
-            continue;
-        }
-        break;
-    }
-    if (*p >= n || !isdigit(d[*p])) return 0;
-    *v = 0;
-    while (*p < n && isdigit(d[*p]) && *v < 100000000L) *v = *v * 10 + (d[(*p)++] - '0');
-    return 1;
-}
-
 static int header_size(image_format fmt, const uint8_t *d, size_t n, long *w, long *h) {
     switch (fmt) {
     case FMT_PNG:
@@ -92,8 +77,10 @@ static int header_size(image_format fmt, const uint8_t *d, size_t n, long *w, lo
         *h = labs((long)(int32_t)le32(d + 22));
         return 1;
     case FMT_PNM: {
-        size_t p = 2;
-        return pnm_int(d, n, &p, w) && pnm_int(d, n, &p, h);
+        long maxval;
+        size_t off;
+        swin_pnm_header(d, n, w, h, &maxval, &off);
+        return *w > 0 && *h > 0;
     }
     case FMT_JPEG: /* the first SOFn segment: FF Cx len(2) precision(1) height(2) width(2) */
         for (size_t p = 2; p + 9 <= n;) {
@@ -114,13 +101,23 @@ static int header_size(image_format fmt, const uint8_t *d, size_t n, long *w, lo
     }
 }
 
+/* The pixel limit in force: SWIN_IMAGE_MAX_PIXELS, lower in the fuzzing build (tools/fuzz.sh sets
+ * SWIN_FUZZ_MAX_PIXELS) so that a legitimate but large image, which a 64 KiB file can declare and
+ * fill (PNG, GIF, RLE and progressive JPEG compress a plain picture a thousandfold), decodes within
+ * libFuzzer's one-second budget under the sanitizers. The code paths are the same. */
+#ifdef SWIN_FUZZ_MAX_PIXELS
+#define MAX_PIXELS ((long long)SWIN_FUZZ_MAX_PIXELS)
+#else
+#define MAX_PIXELS SWIN_IMAGE_MAX_PIXELS
+#endif
+
 static int too_large(long w, long h) {
-    return w > SWIN_IMAGE_MAX_SIDE || h > SWIN_IMAGE_MAX_SIDE || (long long)w * h > SWIN_IMAGE_MAX_PIXELS;
+    return w > SWIN_IMAGE_MAX_SIDE || h > SWIN_IMAGE_MAX_SIDE || (long long)w * h > MAX_PIXELS;
 }
 
 static swin_status refuse_size(const char *name, const char *format, long w, long h) {
     return swin_fail(SWIN_ERR_IMAGE, "%s: %s of %ldx%ld pixels is too large (limits: %d per side, %lld in all)",
-                     name, format, w, h, SWIN_IMAGE_MAX_SIDE, SWIN_IMAGE_MAX_PIXELS);
+                     name, format, w, h, SWIN_IMAGE_MAX_SIDE, MAX_PIXELS);
 }
 
 swin_status swin_image_check_size(const char *name, const char *format, long w, long h) {
@@ -180,14 +177,47 @@ static int bmp_truncated(const uint8_t *d, size_t n) {
     return (int64_t)off + row * h > (int64_t)n;
 }
 
+/* PNG: stb_image 2.27 adds an offset to a NULL pointer (undefined behaviour) when the first IDAT
+ * chunk is empty. Empty chunks carry nothing, so stb gets a copy without them: *copy (malloc'd) of
+ * *n bytes. 0 when there is none (stb reads the file as is), 1 with a copy, -1 out of memory. */
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+static int png_drop_empty_idat(const uint8_t *d, size_t *n, uint8_t **copy) {
+    int found = 0;
+    size_t p = 8, q = 8;
+    for (; p + 12 <= *n && be32(d + p) <= *n - p - 12; p += 12 + be32(d + p))
+        found |= be32(d + p) == 0 && !memcmp(d + p + 4, "IDAT", 4);
+    if (!found) return 0;
+    if (!(*copy = malloc(*n))) return -1;
+    memcpy(*copy, d, 8);
+    for (p = 8; p + 12 <= *n && be32(d + p) <= *n - p - 12; p += 12 + be32(d + p))
+        if (be32(d + p) != 0 || memcmp(d + p + 4, "IDAT", 4)) {
+            memcpy(*copy + q, d + p, 12 + be32(d + p));
+            q += 12 + be32(d + p);
+        }
+    memcpy(*copy + q, d + p, *n - p);   /* what follows the last whole chunk, as it is */
+    *n = q + (*n - p);
+    return 1;
+}
+
+/* TGA: the pixel data must be all there; RLE data (types 9, 10, 11) is walked packet by packet
+ * (a header byte, then one pixel repeated or up to 128 literal ones) until it covers the image,
+ * since stb would decode zeros past the end of the file. */
 static int tga_truncated(const uint8_t *d, size_t n) {
     if (n < 18) return 1;
     unsigned type = d[2];
-    if (type != 1 && type != 2 && type != 3) return 0; /* RLE: length unknown up front */
-    int64_t need = 18 + (int64_t)d[0];
-    if (d[1]) need += (int64_t)le16(d + 5) * ((d[7] + 7) / 8);
-    need += (int64_t)le16(d + 12) * le16(d + 14) * ((d[16] + 7) / 8);
-    return need > (int64_t)n;
+    int64_t start = 18 + (int64_t)d[0], bpp = (d[16] + 7) / 8, pixels = (int64_t)le16(d + 12) * le16(d + 14);
+    if (d[1]) start += (int64_t)le16(d + 5) * ((d[7] + 7) / 8);
+    if (type == 1 || type == 2 || type == 3) return start + pixels * bpp > (int64_t)n;
+    if (type != 9 && type != 10 && type != 11) return 0; /* stb refuses it */
+    int64_t p = start;
+    for (int64_t covered = 0; covered < pixels;) {
+        if (p >= (int64_t)n) return 1;
+        int64_t len = (d[p] & 0x7f) + 1;
+        p += 1 + (d[p] & 0x80 ? 1 : len) * bpp;
+        covered += len;
+    }
+    return p > (int64_t)n;
 }
 
 /* ---- decoding */
@@ -212,13 +242,14 @@ swin_status swin_image_decode_into(const void *data, size_t size, const char *na
     if (header_size(fmt, d, size, &hw, &hh) && too_large(hw, hh))
         return refuse_size(name, FORMAT_NAME[fmt], hw, hh);
     if (fmt == FMT_JPEG) return swin_jpeg_decode(d, size, name, alloc, ctx, out, custom);
+    if (fmt == FMT_PNM) return swin_pnm_decode(d, size, name, alloc, ctx, out, custom);
     if (!stbi_info_from_memory(d, (int)size, &w, &h, &comp)) {
         const char *why = stbi_failure_reason();
         if (fmt == FMT_UNKNOWN)
             return swin_fail(SWIN_ERR_IMAGE, "%s: not an image (supported: JPEG, PNG, BMP, GIF, TGA, "
                              "PNM)", name);
         return swin_fail(SWIN_ERR_IMAGE, "%s: truncated or corrupt %s header (%s)", name,
-                         FORMAT_NAME[fmt], why ? why : "unknown");
+                         FORMAT_NAME[fmt], why && *why ? why : "unknown");
     }
     if (fmt == FMT_UNKNOWN) fmt = FMT_TGA;
     hw = w;
@@ -230,6 +261,10 @@ swin_status swin_image_decode_into(const void *data, size_t size, const char *na
     switch (fmt) {
     case FMT_BMP: truncated = bmp_truncated(d, size); break;
     case FMT_TGA: truncated = tga_truncated(d, size); break;
+    case FMT_PNG:
+        if (png_drop_empty_idat(d, &size, &copy) < 0) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", name);
+        if (copy) d = copy;
+        break;
     case FMT_GIF:
         copy = malloc(size);
         if (!copy) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", name);
@@ -252,7 +287,7 @@ swin_status swin_image_decode_into(const void *data, size_t size, const char *na
         const char *why = stbi_failure_reason();
         if (why && !strcmp(why, "outofmem")) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", name);
         return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt or truncated %s (%s)", name, FORMAT_NAME[fmt],
-                         why ? why : "unknown");
+                         why && *why ? why : "unknown");
     }
     if (w2 != w || h2 != h) { /* header and data disagree: never trust either */
         stbi_image_free(px);
