@@ -9,7 +9,7 @@
  * Formats: JPEG through libjpeg-turbo (baseline, progressive, arithmetic-coded; greyscale, YCbCr,
  * RGB, CMYK/YCCK; 8-bit only, 12-bit is refused as Pillow refuses it); through stb_image PNG (grey,
  * palette, alpha, 1..16 bit, interlaced), BMP (uncompressed), GIF (first frame), TGA (RLE too);
- * binary PNM (P5/P6) through pnm.c, as Pillow reads it (samples scaled by maxval).
+ * binary PNM (P5/P6) read by swin itself, as Pillow reads it (samples scaled by maxval).
  * Conversion rules (checked against Pillow in tests/test_preprocess.c and tests/test_jpeg.c):
  *   JPEG pixels are Pillow's exactly: libjpeg-turbo (which Pillow's wheels bundle too) with
  *   Pillow's settings (ISLOW IDCT, fancy upsampling, no scaling); 4-component files are read as
