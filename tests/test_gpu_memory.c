@@ -3,8 +3,9 @@
  *
  *   (a) 1,000 sessions of the digits model (fp16, max batch 4, CUDA graphs on): create, forward
  *       batches 4 and 2 (two captured graphs), every 10th also a GPU-preprocessed forward and a
- *       page-locked buffer, free. Free device memory (cudaMemGetInfo) is read after a warm-up
- *       session and after every 100 sessions and must stay within SLACK of the warm-up reading.
+ *       page-locked buffer, free. Free device memory (cudaMemGetInfo) is read after two warm-up
+ *       sessions and after every 100 sessions and must stay within SLACK of the warm-up reading.
+ *       Every other session runs the unfused attention (cuBLAS batched GEMMs) instead.
  *       Why a warm-up and a slack: the first session loads the kernel modules and cuBLAS's own
  *       state, which the CUDA context keeps for the life of the process, and the driver counts
  *       memory in 2 MiB pages. SWIN_GEMM_TUNE=0 makes every session choose the same GEMM kernels
@@ -73,10 +74,11 @@ static swin_image g_img[MAXB];
 /* one session's life: create, forwards, optional GPU-preprocessed forward and pinned buffer, free.
  * Returns the first failure's status (SWIN_OK when all worked); *pinned_null set when the pinned
  * allocator returned NULL. */
-static swin_status session_life(const swin_model *m, int extras, int *pinned_null) {
+static swin_status session_life(const swin_model *m, int extras, int unfused, int *pinned_null) {
     const swin_config *c = swin_model_config(m);
     static float x[MAXB * 3 * 32 * 32], logits[MAXB * 16];
     swin_session_options so = options(MAXB);
+    so.attention = unfused ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED;
     swin_session *s = NULL;
     swin_status st = swin_session_create(m, &so, &s);
     if (st == SWIN_OK) st = swin_forward(s, x, MAXB, logits);
@@ -97,14 +99,16 @@ static swin_status session_life(const swin_model *m, int extras, int *pinned_nul
 static void test_sessions(const swin_model *m) {
     int pinned_null = 0;
     setenv("SWIN_GEMM_TUNE", "0", 1);
-    swin_status st = session_life(m, 1, &pinned_null);   /* warm-up: modules, cuBLAS state */
-    CHECK(st == SWIN_OK && !pinned_null, "warm-up session: %s (%s)", swin_status_str(st), swin_last_error());
+    for (int unfused = 0; unfused < 2; unfused++) {   /* warm-up: modules, cuBLAS state */
+        swin_status st = session_life(m, 1, unfused, &pinned_null);
+        CHECK(st == SWIN_OK && !pinned_null, "warm-up session: %s (%s)", swin_status_str(st), swin_last_error());
+    }
     long long base = free_bytes(), worst = 0;
     long rss0 = rss_kib();
     double t0 = now_s();
     int failed = 0;
     for (int i = 1; i <= SESSIONS; i++) {
-        st = session_life(m, i % 10 == 0, &pinned_null);
+        swin_status st = session_life(m, i % 10 == 0, i % 2, &pinned_null);
         if (st != SWIN_OK && !failed++) fprintf(stderr, "session %d: %s\n", i, swin_last_error());
         if (i % 100 == 0) {
             long long d = base - free_bytes();
@@ -182,7 +186,7 @@ static void test_injected(const swin_model *m) {
     for (k = 1; k <= 32; k++) {
         int pinned_null = 0;
         swin_cuda_fail_alloc_at = k;
-        swin_status st = session_life(m, 1, &pinned_null);
+        swin_status st = session_life(m, 1, 0, &pinned_null);
         int fired = swin_cuda_fail_alloc_at == 0;
         swin_cuda_fail_alloc_at = 0;
         long long d = base - free_bytes();
