@@ -88,9 +88,11 @@ void swin_fuzz_cleanup(void) {
 
 /* g_dir/sub (made on first use), or NULL */
 static const char *path_of(const char *sub, char *buf, size_t size) {
-    if (!g_dir[0]) {
+    if (!g_dir[0]) {   /* memory-backed /dev/shm when there is one: a write per input */
         const char *t = getenv("TMPDIR");
-        snprintf(g_dir, sizeof g_dir, "%s/swin_fuzz_XXXXXX", t && *t ? t : "/tmp");
+        struct stat sb;
+        if (!t || !*t) t = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
+        snprintf(g_dir, sizeof g_dir, "%s/swin_fuzz_XXXXXX", t);
         if (!mkdtemp(g_dir)) {
             fprintf(stderr, "swin fuzz: cannot make a directory %s\n", g_dir);
             g_dir[0] = '\0';
@@ -101,17 +103,20 @@ static const char *path_of(const char *sub, char *buf, size_t size) {
     return buf;
 }
 
+/* written over, then cut to size: no truncation to zero first, which makes ext4 flush on close */
 static int write_file(const char *path, const void *data, size_t size) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
     if (fd < 0) return -1;
     const char *p = data;
-    while (size > 0) {
-        ssize_t w = write(fd, p, size);
+    size_t left = size;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
         if (w <= 0) break;
         p += w;
-        size -= (size_t)w;
+        left -= (size_t)w;
     }
-    return close(fd) == 0 && size == 0 ? 0 : -1;
+    int ok = left == 0 && ftruncate(fd, (off_t)size) == 0;
+    return close(fd) == 0 && ok ? 0 : -1;
 }
 
 /* g_dir/sub/name holding the input; the directory is made once, with `config` (when not NULL) as
