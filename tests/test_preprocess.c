@@ -414,7 +414,7 @@ static void test_bad_images(const char *dir) {
     CASE("missing.png", "No such file");
     snprintf(path, sizeof path, "%s/empty.jpg", tmp);
     write_file(path, "", 0), CASE("empty.jpg", "empty");
-    truncate_copy(dir, "grad_97x61.png", tmp, "truncated.png", 1, 2), CASE("truncated.png", "PNG");
+    truncate_copy(dir, "grad_97x61.png", tmp, "truncated.png", 1, 2), CASE("truncated.png", "truncated PNG");
     truncate_copy(dir, "photo_160x120_420.jpg", tmp, "truncated.jpg", 6, 10), CASE("truncated.jpg", "truncated JPEG");
     truncate_copy(dir, "noise_300x200_progressive.jpg", tmp, "truncated_progressive.jpg", 1, 3),
         CASE("truncated_progressive.jpg", "truncated JPEG");

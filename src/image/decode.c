@@ -177,27 +177,34 @@ static int bmp_truncated(const uint8_t *d, size_t n) {
     return (int64_t)off + row * h > (int64_t)n;
 }
 
-/* PNG: stb_image 2.27 adds an offset to a NULL pointer (undefined behaviour) when the first IDAT
- * chunk is empty. Empty chunks carry nothing, so stb gets a copy without them: *copy (malloc'd) of
- * *n bytes. 0 when there is none (stb reads the file as is), 1 with a copy, -1 out of memory. */
+/* PNG: the chunks up to IEND are walked before stb sees them. A chunk cut short by the end of the
+ * file is truncation: stb would first grow its buffer to the length the chunk claims (2 GiB for a
+ * file of a few hundred bytes) and fail only then. And stb 2.27 adds an offset to a NULL pointer
+ * (undefined behaviour) when the first IDAT chunk is empty, so empty IDATs are left out of a copy
+ * for stb: *copy (malloc'd) of *n bytes. Returns 1 when truncated, -1 out of memory, else 0 (no
+ * IEND: stb reports it). */
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
-static int png_drop_empty_idat(const uint8_t *d, size_t *n, uint8_t **copy) {
-    int found = 0;
-    size_t p = 8, q = 8;
-    for (; p + 12 <= *n && be32(d + p) <= *n - p - 12; p += 12 + be32(d + p))
-        found |= be32(d + p) == 0 && !memcmp(d + p + 4, "IDAT", 4);
-    if (!found) return 0;
+static int png_prepare(const uint8_t *d, size_t *n, uint8_t **copy) {
+    int empty = 0;
+    size_t p = 8, end = *n, q = 8;
+    for (; p < *n; p += 12 + be32(d + p)) {
+        if (*n - p < 12 || be32(d + p) > *n - p - 12) return 1;
+        if (!memcmp(d + p + 4, "IEND", 4)) break;
+        empty |= be32(d + p) == 0 && !memcmp(d + p + 4, "IDAT", 4);
+    }
+    if (!empty) return 0;
+    end = p;   /* IEND or the end of the file: from there on copied as it is */
     if (!(*copy = malloc(*n))) return -1;
     memcpy(*copy, d, 8);
-    for (p = 8; p + 12 <= *n && be32(d + p) <= *n - p - 12; p += 12 + be32(d + p))
+    for (p = 8; p < end; p += 12 + be32(d + p))
         if (be32(d + p) != 0 || memcmp(d + p + 4, "IDAT", 4)) {
             memcpy(*copy + q, d + p, 12 + be32(d + p));
             q += 12 + be32(d + p);
         }
-    memcpy(*copy + q, d + p, *n - p);   /* what follows the last whole chunk, as it is */
-    *n = q + (*n - p);
-    return 1;
+    memcpy(*copy + q, d + end, *n - end);
+    *n = q + (*n - end);
+    return 0;
 }
 
 /* TGA: the pixel data must be all there; RLE data (types 9, 10, 11) is walked packet by packet
@@ -262,7 +269,8 @@ swin_status swin_image_decode_into(const void *data, size_t size, const char *na
     case FMT_BMP: truncated = bmp_truncated(d, size); break;
     case FMT_TGA: truncated = tga_truncated(d, size); break;
     case FMT_PNG:
-        if (png_drop_empty_idat(d, &size, &copy) < 0) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", name);
+        truncated = png_prepare(d, &size, &copy);
+        if (truncated < 0) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", name);
         if (copy) d = copy;
         break;
     case FMT_GIF:
