@@ -109,14 +109,24 @@ int swin_gif_prepare(uint8_t *d, size_t n) {
     return 1;
 }
 
+/* BMP: the header as stb reads it (sizes 12, 40, 56, 108, 124; compression as a signed int, of
+ * which 1, 2 and 4 up are refused by stb: no pixel rows to check then), and the rows after the
+ * data offset. */
 int swin_bmp_truncated(const uint8_t *d, size_t n) {
-    if (n < 54) return n < 26;
+    if (n < 18) return 1;
     uint32_t off = le32(d + 10), hsz = le32(d + 14);
-    if (hsz < 40) return 0;
-    int64_t w = (int32_t)le32(d + 18), h = (int32_t)le32(d + 22);
-    unsigned bpp = le16(d + 28);
-    uint32_t comp = le32(d + 30);
-    if (comp != 0 && comp != 3 && comp != 6) return 0; /* RLE and friends: stb refuses them */
+    if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return 0; /* stb refuses it */
+    if (n < 14 + (size_t)hsz) return 1;
+    int64_t w, h;
+    unsigned bpp;
+    int32_t comp = 0;
+    if (hsz == 12) {
+        w = le16(d + 18), h = le16(d + 20), bpp = le16(d + 24);
+    } else {
+        w = (int32_t)le32(d + 18), h = (int32_t)le32(d + 22), bpp = le16(d + 28);
+        comp = (int32_t)le32(d + 30);
+    }
+    if (comp == 1 || comp == 2 || comp >= 4) return 0;
     if (w < 0) w = -w;
     if (h < 0) h = -h;
     int64_t row = (w * bpp + 31) / 32 * 4;
