@@ -55,6 +55,10 @@ swin_status swin_engine_preprocess_images(swin_engine *e, const swin_preprocess_
  * pointers to [height, width, 3] inside src [src_bytes]; nothing is uploaded but the plan. */
 swin_status swin_engine_preprocess_device(swin_engine *e, const swin_preprocess_params *p, const uint8_t *src,
                                           size_t src_bytes, const swin_image *imgs, int n, float *out_dev);
+/* Test hook (tests/test_gpu_memory.c): when set to N > 0, the Nth device or page-locked
+ * allocation the engine makes from then on fails as if memory had run out (1: the next one), and
+ * the hook resets to 0. Process-wide and not thread-safe: for tests only. */
+extern int swin_cuda_fail_alloc_at;
 /* Page-locked host memory (cudaHostAlloc), NULL on failure. */
 void *swin_engine_host_alloc(swin_engine *e, size_t bytes);
 void swin_engine_host_free(swin_engine *e, void *ptr);

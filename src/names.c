@@ -243,7 +243,7 @@ int swin_names_expect(const swin_config *c, swin_weights *w, swin_expect *out, i
             for (size_t f = 0; f < N_FIELDS; f++)
                 if (FIELDS[f].sc == SC_BLOCK && applies(c, f)) {
                     snprintf(name, sizeof name, "layers.%d.blocks.%d.%s", s, b, FIELDS[f].name);
-                    add(out, max, &n, f, &st->blocks[b], c, w, st, name);
+                    add(out, max, &n, f, st->blocks ? &st->blocks[b] : NULL, c, w, st, name);   /* NULL: counting */
                 }
     }
     for (size_t f = 0; f < N_FIELDS; f++)   /* model scope, after the stages */

@@ -52,12 +52,23 @@ int swin_add_size(size_t a, size_t b, size_t *out) {
     return 0;
 }
 
+/* The buffer grows as the file is read (from 64 KiB, doubling), so that a small config costs a
+ * small allocation whatever max is; at most max + 1 bytes are read. */
 swin_status swin_read_text(const char *path, size_t max, char **out, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return swin_fail(SWIN_ERR_IO, "%s: cannot open", path);
-    char *buf = malloc(max + 1);
-    if (!buf) { fclose(f); return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path); }
-    size_t n = fread(buf, 1, max + 1, f);
+    size_t cap = max < 65535 ? max + 1 : 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf) { fclose(f); return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path); }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || cap > max) break;   /* end of file or error; or max + 1 bytes read */
+        size_t grown = cap > max / 2 ? max + 1 : cap * 2;
+        char *b = realloc(buf, grown + 1);
+        if (!b) free(buf);
+        buf = b;
+        cap = grown;
+    }
     int err = ferror(f);
     fclose(f);
     if (err) { free(buf); return swin_fail(SWIN_ERR_IO, "%s: read error", path); }

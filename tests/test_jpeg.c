@@ -39,24 +39,11 @@ static fixture g_fx[64];
 static int g_nfx;
 static uint8_t *g_ref_file;
 
-static uint8_t *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(size > 0 ? (size_t)size : 1);
-    if (buf && fread(buf, 1, (size_t)size, f) != (size_t)size) { free(buf); buf = NULL; }
-    fclose(f);
-    *n = (size_t)size;
-    return buf;
-}
-
 static int load_fixtures(const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/reference.safetensors", dir);
     size_t size;
-    g_ref_file = read_all(path, &size);
+    g_ref_file = tu_read_file(path, &size);
     if (!g_ref_file || size < 8) return 0;
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = hl << 8 | g_ref_file[i];
@@ -78,7 +65,7 @@ static int load_fixtures(const char *dir) {
         cJSON *m = meta ? cJSON_GetObjectItemCaseSensitive(meta, e->string) : NULL;
         snprintf(fx->what, sizeof fx->what, "%s", cJSON_IsString(m) ? m->valuestring : "");
         snprintf(path, sizeof path, "%s/%s", dir, fx->file);
-        fx->data = read_all(path, &fx->size);
+        fx->data = tu_read_file(path, &fx->size);
         if (!fx->data) { cJSON_Delete(root); return 0; }
     }
     cJSON_Delete(root);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "internal.h"
 #include "model.h"
 #include "names.h"
 #include "safetensors.h"
@@ -186,18 +187,6 @@ static void write_model_dir(const char *sub, swin_model *m, layout L, const char
     CHECK(swin_st_write(p, ts, l.n) == SWIN_OK, "write %s: %s", p, swin_last_error());
     free(ts);
     free(l.v);
-}
-
-static unsigned char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
 }
 
 static void write_bytes(const char *path, const void *a, size_t na, const void *b, size_t nb) {
@@ -479,7 +468,7 @@ static uint16_t to_half(float f) {   /* exact for values representable in F16 (t
 /* header of file p as cJSON plus the data block */
 static void corrupt_header(const char *p, const bad_case *c) {
     size_t len;
-    unsigned char *all = read_all(p, &len);
+    unsigned char *all = tu_read_file(p, &len);
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | all[i];
     cJSON *root = cJSON_ParseWithLength((const char *)all + 8, (size_t)hl);
@@ -524,7 +513,7 @@ static void corrupt_header(const char *p, const bad_case *c) {
 
 static void corrupt_bytes(const char *p, int op) {
     size_t len;
-    unsigned char *all = read_all(p, &len);
+    unsigned char *all = tu_read_file(p, &len);
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | all[i];
     if (op == B_CUT_HALF) write_bytes(p, all, 8 + (size_t)hl + (len - 8 - (size_t)hl) / 2, NULL, 0);
@@ -680,8 +669,32 @@ static void test_fixtures(const char *src) {
     }
 }
 
+/* swin_read_text (config.json, preprocessor_config.json): a buffer that grows with the file,
+ * every byte read whatever the size, and a file over the limit refused */
+static void test_read_text(void) {
+    static char big[200000];
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i % 26);
+    char path[700];
+    path_in(path, sizeof path, "", "big.txt");
+    write_bytes(path, big, sizeof big, NULL, 0);
+    static const struct { size_t max; swin_status want; } CASES[] = {
+        {sizeof big, SWIN_OK}, {64 << 20, SWIN_OK}, {65535, SWIN_ERR_FORMAT}, {sizeof big - 1, SWIN_ERR_FORMAT}};
+    for (int i = 0; i < 4; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        swin_status st = swin_read_text(path, CASES[i].max, &text, &len);
+        int ok = st == CASES[i].want &&
+                 (st != SWIN_OK || (len == sizeof big && !memcmp(text, big, sizeof big) && text[len] == '\0'));
+        printf("%s read_text of %zu bytes, max %zu: %s\n", ok ? "ok  " : "FAIL", sizeof big, CASES[i].max,
+               st == SWIN_OK ? "read whole" : swin_last_error());
+        CHECK(ok, "swin_read_text max %zu: status %d, %zu bytes", CASES[i].max, (int)st, len);
+        free(text);
+    }
+}
+
 int main(int argc, char **argv) {
     if (tu_tmpdir(g_dir, sizeof g_dir, "swin_malformed")) return 1;
+    test_read_text();
     test_valid();
     test_corrupt();
     test_fixtures(argc > 1 ? argv[1] : ".");

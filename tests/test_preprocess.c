@@ -501,6 +501,57 @@ static size_t png_header(uint8_t *b, uint32_t w, uint32_t h) {
     return 8 + 25;
 }
 
+/* A 3x2 RLE TGA (type 10, 24 bit, top-left origin): a run of 3, two literal pixels, a run of 1. */
+static const uint8_t TGA_RLE[] = {0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 2, 0, 24, 0x20,
+                                  0x82, 1, 2, 3, 0x01, 10, 20, 30, 40, 50, 60, 0x80, 7, 8, 9};
+
+/* The RLE TGA decodes to its pixels (BGR in the file); its truncation is a bad-image case below. */
+static void test_tga_rle(void) {
+    static const uint8_t want[18] = {3, 2, 1, 3, 2, 1, 3, 2, 1, 30, 20, 10, 60, 50, 40, 9, 8, 7};
+    swin_image img;
+    swin_status st = swin_image_decode(TGA_RLE, sizeof TGA_RLE, "rle.tga", &img);
+    int ok = st == SWIN_OK && img.width == 3 && img.height == 2 && !memcmp(img.rgb, want, sizeof want);
+    printf("rle     rle.tga 3x2 -> %s\n", ok ? "pixels as written" : swin_last_error());
+    CHECK(ok, "RLE TGA: status %d (%s)", (int)st, swin_last_error());
+    swin_image_free(&img);
+}
+
+/* Binary PNM as Pillow reads it: samples clamped to maxval and scaled to 0..255, two big-endian
+ * bytes past maxval 255 (values below are Pillow 13's, except the 16-bit PGM: Pillow clips its
+ * mode I to white, swin scales it as a PPM). stb_image 2.27 read 16-bit samples in the wrong byte
+ * order and overflowed its buffer on 16-bit grey (found by tools/fuzz.sh); it no longer reads PNM. */
+static void test_pnm(void) {
+    static const struct { const char *name, *data; size_t len; int w, h; uint8_t want[6]; } OK[] = {
+        {"16.pgm", "P5\n2 1\n65535\n\x12\x34\xab\xcd", 17, 2, 1, {18, 18, 18, 171, 171, 171}},
+        {"15.pgm", "P5\n2 1\n15\n\x05\x0f", 12, 2, 1, {85, 85, 85, 255, 255, 255}},
+        {"300.ppm", "P6 1 1 300 \x01\x02\x03\x04\x05\x06", 17, 1, 1, {219, 255, 255}},
+    };
+    for (int i = 0; i < 3; i++) {
+        swin_image img;
+        swin_status st = swin_image_decode(OK[i].data, OK[i].len, OK[i].name, &img);
+        int ok = st == SWIN_OK && img.width == OK[i].w && img.height == OK[i].h &&
+                 !memcmp(img.rgb, OK[i].want, (size_t)OK[i].w * 3);
+        printf("pnm     %-8s -> %s\n", OK[i].name, ok ? "pixels as Pillow scales them" : swin_last_error());
+        CHECK(ok, "%s: status %d (%s)", OK[i].name, (int)st, swin_last_error());
+        swin_image_free(&img);
+    }
+    static const struct { const char *data, *expect; } BAD[] = {
+        {"P5\n2 1\n65535\n\x12\x34\xab", "truncated PNM"},
+        {"P6\n1 1\n99999999999999999999 \x01\x02\x03", "maxval 1000000000"},
+        {"P5\n1 1\n0\n\x01", "maxval 0"},
+        {"P5\n0 1\n255\n", "0x1 pixels"},
+        {"P3\n1 1\n255\n1 2 3\n", "unsupported PNM (P3"},
+        {"P6\n1 1\n", "corrupt PNM header"},
+    };
+    for (int i = 0; i < 6; i++) {
+        swin_image img;
+        swin_status st = swin_image_decode(BAD[i].data, strlen(BAD[i].data), "bad.pnm", &img);
+        printf("bad     pnm %d -> %s\n", i, swin_last_error());
+        CHECK(st == SWIN_ERR_IMAGE && img.rgb == NULL && strstr(swin_last_error(), BAD[i].expect), "PNM case %d: %s",
+              i, swin_last_error());
+    }
+}
+
 /* tmp/dst <- the first num/den of dir/src's bytes */
 static void truncate_copy(const char *dir, const char *src, const char *tmp, const char *dst, size_t num,
                           size_t den) {
@@ -522,7 +573,7 @@ static void test_bad_images(const char *dir) {
     CASE("missing.png", "No such file");
     snprintf(path, sizeof path, "%s/empty.jpg", tmp);
     write_file(path, "", 0), CASE("empty.jpg", "empty");
-    truncate_copy(dir, "grad_97x61.png", tmp, "truncated.png", 1, 2), CASE("truncated.png", "PNG");
+    truncate_copy(dir, "grad_97x61.png", tmp, "truncated.png", 1, 2), CASE("truncated.png", "truncated PNG");
     truncate_copy(dir, "photo_160x120_420.jpg", tmp, "truncated.jpg", 6, 10), CASE("truncated.jpg", "truncated JPEG");
     truncate_copy(dir, "noise_300x200_progressive.jpg", tmp, "truncated_progressive.jpg", 1, 3),
         CASE("truncated_progressive.jpg", "truncated JPEG");
@@ -546,6 +597,8 @@ static void test_bad_images(const char *dir) {
     write_file(path, buf, png_header(buf, 60000, 60000)), CASE("huge_side.png", "60000x60000 pixels is too large");
     snprintf(path, sizeof path, "%s/huge_area.png", tmp);
     write_file(path, buf, png_header(buf, 12000, 12000)), CASE("huge_area.png", "12000x12000 pixels is too large");
+    snprintf(path, sizeof path, "%s/truncated_rle.tga", tmp);   /* the RLE packets stop short of the image */
+    write_file(path, TGA_RLE, sizeof TGA_RLE - 4), CASE("truncated_rle.tga", "truncated TGA");
 #undef CASE
     for (int i = 0; i < nc; i++) {
         snprintf(path, sizeof path, "%s/%s", tmp, cases[i].name);
@@ -585,6 +638,8 @@ int main(int argc, char **argv) {
         test_preprocess(dir);
         if (CHECK(ref_load(ref12, &g_p12), "cannot read %s", ref12)) test_pillow12(dir);
         test_bad_images(dir);
+        test_tga_rle();
+        test_pnm();
     }
     test_pillow_versions();
     test_plan();

@@ -118,3 +118,15 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 void tu_rmtree(const char *dir) {
     if (!getenv("SWIN_KEEP_TMP")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+unsigned char *tu_read_file(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    unsigned char *buf = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)size, f) != (size_t)size) { free(buf); buf = NULL; }
+    fclose(f);
+    if (buf) { buf[size] = 0; *n = (size_t)size; }
+    return buf;
+}

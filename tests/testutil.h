@@ -28,6 +28,8 @@ uint16_t tu_f32_to_bf16(float f);
 float tu_bf16_to_f32(uint16_t h);
 /* Round x[n] in place to what dtype 0 f32 / 1 f16 / 2 bf16 can hold (matches swin_dtype). */
 void tu_round_to(float *x, size_t n, int dtype);
+/* A whole file, malloc'd with one NUL byte after its *n bytes; NULL when it cannot be read. */
+unsigned char *tu_read_file(const char *path, size_t *n);
 /* Make a fresh directory $TMPDIR/<prefix>_XXXXXX into buf; 0 on success. */
 int tu_tmpdir(char *buf, size_t size, const char *prefix);
 /* Remove a directory tree (kept when SWIN_KEEP_TMP is set, for debugging). */

@@ -313,7 +313,8 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
         if (st != SWIN_OK) {
             fprintf(stderr, "swin bench: %s\n", swin_last_error());
             swin_engine_free(eng[0]);
-            return st == SWIN_ERR_NO_DEVICE ? EXIT_USAGE : EXIT_FAILED;
+            /* no GPU, a plan that does not fit, an unsupported geometry: the request cannot run */
+            return st == SWIN_ERR_CUDA ? EXIT_FAILED : EXIT_USAGE;
         }
     }
     char gpu[256] = "?";

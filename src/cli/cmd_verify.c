@@ -5,8 +5,9 @@
  *
  * The reference file holds `input` F32 [B,3,S,S] (normalised pixels) and `logits` [B,classes],
  * and optionally `stageK` [B,H,W,C] (or [B,H*W,C]): the output of stage K after its blocks
- * (tools/export_reference.py, tools/make_reference.py). Every stage the reference holds is compared
- * too, one line each, so that a mismatch names the first stage that diverges.
+ * (tools/export_reference.py, tools/make_reference.py; read by src/reference.c). Every stage the
+ * reference holds is compared too, one line each, so that a mismatch names the first stage that
+ * diverges.
  * PASS needs max|d|/max|ref| <= tolerance for the logits AND the same top-1 class for every
  * sample; in fp32 every stage compared must be within the tolerance too. In tf32/fp16/bf16 the
  * stage errors locate a divergence but do not decide: rounding errors of a 16-bit residual
@@ -22,7 +23,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "safetensors.h"
+#include "reference.h"
 
 #define CMD "verify"
 
@@ -113,95 +114,6 @@ static int parse(int argc, char **argv, verify_args *a) {
     return 0;
 }
 
-// ---- reading the reference
-
-typedef struct {
-    int B, classes;
-    float *input, *logits;   /* [B,3,S,S], [B,classes]; heap */
-    float *stage[SWIN_MAX_STAGES];           /* [B,H,W,C] or NULL where the reference has none; heap */
-    int64_t stage_shape[SWIN_MAX_STAGES][4];
-} reference;
-
-/* Find `name`, check its shape against want[rank] (-1: any, taken from the file), read as fp32. */
-static int read_tensor(const swin_st *f, const char *name, int rank, int64_t *want, const char *expect,
-                       float **out) {
-    const char *path = swin_st_path(f);
-    const swin_st_tensor *t = swin_st_find(f, name);
-    if (!t) return cli_usage_error(CMD, "%s: no tensor '%s' (expected %s)", path, name, expect);
-    int ok = t->rank == rank;
-    for (int d = 0; ok && d < rank; d++) {
-        if (want[d] < 0) want[d] = t->shape[d];
-        ok = t->shape[d] == want[d];
-    }
-    char buf[128];
-    if (!ok || t->numel < 1)
-        return cli_usage_error(CMD, "%s: tensor '%s' has shape %s, expected %s", path, name,
-                               swin_st_shape_str(t, buf, sizeof buf), expect);
-    *out = malloc((size_t)t->numel * sizeof(float));
-    if (!*out) return cli_usage_error(CMD, "%s: out of memory reading '%s'", path, name);
-    if (swin_st_read_f32(f, t, *out) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
-    return 0;
-}
-
-static int read_reference(const char *path, const swin_config *c, reference *r) {
-    memset(r, 0, sizeof *r);
-    swin_st *f = NULL;
-    if (swin_st_open(path, &f) != SWIN_OK) {
-        const char *msg = swin_last_error();
-        if (strstr(msg, path)) return cli_usage_error(CMD, "%s", msg);
-        return cli_usage_error(CMD, "%s: %s", path, msg);
-    }
-    char expect[256];
-    int64_t in_shape[4] = {-1, c->in_chans, c->img_h, c->img_w};
-    snprintf(expect, sizeof expect, "[B, %d, %d, %d] for this model (%s, %dx%d px)", c->in_chans, c->img_h,
-             c->img_w, c->arch, c->img_h, c->img_w);
-    int rc = read_tensor(f, "input", 4, in_shape, expect, &r->input);
-    if (!rc) {
-        int64_t lg_shape[2] = {in_shape[0], c->num_classes};
-        snprintf(expect, sizeof expect, "[%lld, %d] (batch of 'input', classes of the model)",
-                 (long long)in_shape[0], c->num_classes);
-        rc = read_tensor(f, "logits", 2, lg_shape, expect, &r->logits);
-    }
-    if (!rc && in_shape[0] > 65536) rc = cli_usage_error(CMD, "%s: batch %lld is too large", path, (long long)in_shape[0]);
-    r->B = (int)in_shape[0];
-    r->classes = c->num_classes;
-    swin_st_close(f);
-    return rc;
-}
-
-/* The `stageK` tensors the reference holds, each checked against the model's stage shape
- * [B,H,W,C] (rank 3 [B,H*W,C] is accepted too: the same memory). Stages it lacks stay NULL. */
-static int read_stages(const char *path, const swin_model *m, reference *r) {
-    const swin_config *c = swin_model_config(m);
-    swin_st *f = NULL;
-    if (swin_st_open(path, &f) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
-    int rc = 0;
-    for (int i = 0; i < swin_st_count(f) && !rc; i++) {   /* a stage this model does not have */
-        const char *name = swin_st_at(f, i)->name;
-        int k = -1, used = 0;
-        if (sscanf(name, "stage%d%n", &k, &used) == 1 && name[used] == '\0' && (k < 0 || k >= c->num_stages))
-            rc = cli_usage_error(CMD, "%s: tensor '%s', but the model has %d stages", path, name, c->num_stages);
-    }
-    for (int k = 0; k < c->num_stages && !rc; k++) {
-        char name[16], expect[160];
-        snprintf(name, sizeof name, "stage%d", k);
-        const swin_st_tensor *t = swin_st_find(f, name);
-        if (!t) continue;
-        int64_t *sh = r->stage_shape[k];
-        swin_model_stage_shape(m, k, r->B, sh);
-        snprintf(expect, sizeof expect, "[%lld, %lld, %lld, %lld] (output of stage %d for batch %d)",
-                 (long long)sh[0], (long long)sh[1], (long long)sh[2], (long long)sh[3], k, r->B);
-        int64_t want[4] = {sh[0], sh[1], sh[2], sh[3]};
-        if (t->rank == 3) {
-            want[1] = sh[1] * sh[2];
-            want[2] = sh[3];
-        }
-        rc = read_tensor(f, name, t->rank == 3 ? 3 : 4, want, expect, &r->stage[k]);
-    }
-    swin_st_close(f);
-    return rc;
-}
-
 // ---- comparison
 
 typedef struct {
@@ -214,11 +126,6 @@ static int argmax(const float *x, int n) {
     for (int i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
-}
-
-static size_t stage_numel(const reference *r, int k) {
-    const int64_t *sh = r->stage_shape[k];
-    return (size_t)(sh[0] * sh[1] * sh[2] * sh[3]);
 }
 
 /* max|out - ref|, max|ref| and their ratio over n values (top1_ok left 0) */
@@ -235,9 +142,9 @@ static result diff(const float *out, const float *ref, size_t n) {
     return s;
 }
 
-static result compare(const float *out, const reference *r) {
-    result s = diff(out, r->logits, (size_t)r->B * r->classes);
-    for (int b = 0; b < r->B; b++)
+static result compare(const float *out, const swin_reference *r) {
+    result s = diff(out, r->logits, (size_t)r->batch * r->classes);
+    for (int b = 0; b < r->batch; b++)
         s.top1_ok += argmax(out + (size_t)b * r->classes, r->classes) ==
                      argmax(r->logits + (size_t)b * r->classes, r->classes);
     return s;
@@ -259,21 +166,21 @@ static int stage_pass(const result *s, float tol) { return s->finite && s->rel <
 static int stages_decide(const verify_args *a) { return a->so.precision == SWIN_FP32; }
 
 /* 1 when no stage compared has a NaN / Inf (fails in every precision) */
-static int stages_finite(const reference *r, const result *stg) {
+static int stages_finite(const swin_reference *r, const result *stg) {
     for (int k = 0; k < SWIN_MAX_STAGES; k++)
         if (r->stage[k] && !stg[k].finite) return 0;
     return 1;
 }
 
 /* first stage compared and beyond tolerance, -1 when none */
-static int first_divergent(const reference *r, const result *stg, float tol) {
+static int first_divergent(const swin_reference *r, const result *stg, float tol) {
     for (int k = 0; k < SWIN_MAX_STAGES; k++)
         if (r->stage[k] && !stage_pass(&stg[k], tol)) return k;
     return -1;
 }
 
 /* one line per stage the reference holds; JSON: the "stages" array and "first_divergent_stage" */
-static void report_stages(const verify_args *a, const reference *r, const result *stg, int first) {
+static void report_stages(const verify_args *a, const swin_reference *r, const result *stg, int first) {
     int n = 0;
     if (a->json) printf(", \"stages\": [");
     for (int k = 0; k < SWIN_MAX_STAGES; k++) {
@@ -305,7 +212,7 @@ static void report_stages(const verify_args *a, const reference *r, const result
     }
 }
 
-static void report(const verify_args *a, const swin_config *c, const reference *r, const float *out,
+static void report(const verify_args *a, const swin_config *c, const swin_reference *r, const float *out,
                    const result *s, const result *stg, int pass) {
     int first = first_divergent(r, stg, a->tolerance), last = -1;
     for (int k = 0; k < SWIN_MAX_STAGES; k++)
@@ -321,7 +228,7 @@ static void report(const verify_args *a, const swin_config *c, const reference *
         json_str(a->reference);
         printf(", \"device\": \"%s\", \"precision\": \"%s\", \"batch\": %d, \"max_abs_error\": %.6g, "
                "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"tolerance\": %.6g, \"top1_agree\": %d",
-               dev, prec, r->B, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
+               dev, prec, r->batch, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
                (double)a->tolerance, s->top1_ok);
         report_stages(a, r, stg, first);
         printf(", \"pass\": %s}\n", pass ? "true" : "false");
@@ -329,24 +236,24 @@ static void report(const verify_args *a, const swin_config *c, const reference *
     }
     printf("model       %s (%s, Swin V%d, %dx%d px, %d classes)\n", a->model, c->arch, c->version, c->img_h,
            c->img_w, c->num_classes);
-    printf("reference   %s (batch %d)\n", a->reference, r->B);
+    printf("reference   %s (batch %d)\n", a->reference, r->batch);
     printf("device      %s, %s", dev, prec);
     if (a->so.device == SWIN_DEVICE_CUDA)
         printf(", attention %s, graphs %s", a->so.attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
                a->so.graphs ? "on" : "off");
     printf("\n");
     report_stages(a, r, stg, first);
-    printf("logits      [%d, %d]\n", r->B, r->classes);
+    printf("logits      [%d, %d]\n", r->batch, r->classes);
     printf("max abs error   %.3e  (max|ref| %.4g)\n", s->max_abs, s->max_ref);
     printf("relative error  %.3e  (max|d| / max|ref|)\n", s->rel);
-    printf("top-1 agreement %d/%d\n", s->top1_ok, r->B);
-    for (int b = 0; b < r->B && s->top1_ok < r->B; b++) {
+    printf("top-1 agreement %d/%d\n", s->top1_ok, r->batch);
+    for (int b = 0; b < r->batch && s->top1_ok < r->batch; b++) {
         int got = argmax(out + (size_t)b * r->classes, r->classes);
         int want = argmax(r->logits + (size_t)b * r->classes, r->classes);
         if (got != want) printf("  sample %d: top-1 %d, reference %d\n", b, got, want);
     }
     printf("%s rel %.1e %s %.0e, top-1 %d/%d%s", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">",
-           (double)a->tolerance, s->top1_ok, r->B, s->finite ? "" : " (non-finite logits)");
+           (double)a->tolerance, s->top1_ok, r->batch, s->finite ? "" : " (non-finite logits)");
     if (first >= 0)
         printf("; %s at stage %d (rel %.1e > %.0e)", stages_decide(a) || !pass ? "first divergence" : "first stage over",
                first, stg[first].rel, (double)a->tolerance);
@@ -362,7 +269,8 @@ int cmd_verify(int argc, char **argv) {
 
     swin_model *model = NULL;
     swin_session *sess = NULL;
-    reference r = {0};
+    swin_reference r;
+    memset(&r, 0, sizeof r);
     float *out = NULL, *stage_out[SWIN_MAX_STAGES] = {0};
     swin_load_options lo = swin_load_options_default();
     lo.arch = a.arch;
@@ -373,44 +281,42 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     const swin_config *c = swin_model_config(model);
-    if ((rc = read_reference(a.reference, c, &r))) goto done;
-    if ((rc = read_stages(a.reference, model, &r))) goto done;
+    if (swin_reference_read(a.reference, model, &r) != SWIN_OK) {
+        rc = cli_usage_error(CMD, "%s", swin_last_error());
+        goto done;
+    }
 
-    a.so.max_batch = r.B;
+    a.so.max_batch = r.batch;
     swin_status st = swin_session_create(model, &a.so, &sess);
     if (st != SWIN_OK) {
         rc = cli_usage_error(CMD, "cannot create the session: %s (%s)", swin_last_error(), swin_status_str(st));
         goto done;
     }
-    out = malloc(sizeof(float) * (size_t)r.B * r.classes);
+    out = malloc(sizeof(float) * (size_t)r.batch * r.classes);
     if (!out) { rc = cli_usage_error(CMD, "out of memory"); goto done; }
-    for (size_t i = 0; i < (size_t)r.B * r.classes; i++) out[i] = NAN;   /* poison: unwritten -> FAIL */
+    for (size_t i = 0; i < (size_t)r.batch * r.classes; i++) out[i] = NAN;   /* poison: unwritten -> FAIL */
     for (int k = 0; k < SWIN_MAX_STAGES; k++) {
         if (!r.stage[k]) continue;
-        size_t n = stage_numel(&r, k);
+        size_t n = swin_reference_stage_numel(&r, k);
         if (!(stage_out[k] = malloc(sizeof(float) * n))) { rc = cli_usage_error(CMD, "out of memory"); goto done; }
         for (size_t i = 0; i < n; i++) stage_out[k][i] = NAN;
     }
-    if ((st = swin_forward_stages(sess, r.input, r.B, out, stage_out)) != SWIN_OK) {
+    if ((st = swin_forward_stages(sess, r.input, r.batch, out, stage_out)) != SWIN_OK) {
         fprintf(stderr, "swin %s: forward failed: %s (%s)\n", CMD, swin_last_error(), swin_status_str(st));
         rc = EXIT_FAILED;
         goto done;
     }
     result s = compare(out, &r), stg[SWIN_MAX_STAGES] = {{0}};
     for (int k = 0; k < SWIN_MAX_STAGES; k++)
-        if (r.stage[k]) stg[k] = diff(stage_out[k], r.stage[k], stage_numel(&r, k));
+        if (r.stage[k]) stg[k] = diff(stage_out[k], r.stage[k], swin_reference_stage_numel(&r, k));
     int stages_ok = stages_finite(&r, stg) && (!stages_decide(&a) || first_divergent(&r, stg, a.tolerance) < 0);
-    int pass = s.finite && s.rel <= a.tolerance && s.top1_ok == r.B && stages_ok;
+    int pass = s.finite && s.rel <= a.tolerance && s.top1_ok == r.batch && stages_ok;
     report(&a, c, &r, out, &s, stg, pass);
     rc = pass ? 0 : EXIT_FAILED;
 done:
     free(out);
-    free(r.input);
-    free(r.logits);
-    for (int k = 0; k < SWIN_MAX_STAGES; k++) {
-        free(stage_out[k]);
-        free(r.stage[k]);
-    }
+    for (int k = 0; k < SWIN_MAX_STAGES; k++) free(stage_out[k]);
+    swin_reference_free(&r);
     swin_session_free(sess);
     swin_model_free(model);
     return rc;

@@ -202,6 +202,47 @@ swin_status swin_arena_upload(swin_engine *e) {
     return SWIN_OK;
 }
 
+// ---- the plan in one line, and the largest batch that fits
+
+static const char *human(size_t bytes, char *buf, size_t size) {
+    if (bytes >= ((size_t)1 << 30)) snprintf(buf, size, "%.1f GiB", bytes / 1073741824.0);
+    else snprintf(buf, size, "%.1f MiB", bytes / 1048576.0);
+    return buf;
+}
+
+void swin_arena_summary(const swin_engine *e, size_t total, char *buf, size_t size) {
+    const size_t *r = e->region;
+    size_t act = r[REG_X] + r[REG_TOK] + r[REG_QKV] + r[REG_HID] + r[REG_HEAD];
+    char t[32], w[32], a[32], ws[32], io[32], h[32];
+    snprintf(buf, size, "batch %d in %s needs %s (weights %s, activations %s, workspaces %s, input/output %s, "
+             "headroom %s for cuBLAS and CUDA graphs)", e->opt.max_batch, swin_precision_str(e->opt.precision),
+             human(total + SWIN_GPU_HEADROOM_BYTES, t, sizeof t), human(r[REG_WEIGHTS_DT], w, sizeof w),
+             human(act, a, sizeof a), human(r[REG_GEMM_WS] + r[REG_ATTN_WS], ws, sizeof ws),
+             human(r[REG_IO], io, sizeof io), human(SWIN_GPU_HEADROOM_BYTES, h, sizeof h));
+}
+
+/* plans are host arithmetic on a copy; the copy's block arrays are the engine's, which hold
+ * nothing yet (only pointers into an arena that does not exist) */
+static int batch_fits(const swin_engine *e, int b, size_t bytes) {
+    swin_engine tmp = *e;
+    size_t total = 0;
+    tmp.opt.max_batch = b;
+    return swin_arena_plan(&tmp, NULL, &total) == SWIN_OK && total <= bytes &&
+           SWIN_GPU_HEADROOM_BYTES <= bytes - total;
+}
+
+int swin_arena_max_batch(const swin_engine *e, size_t bytes) {
+    int lo = 0, hi = 65536;   /* batch_fits(lo) or lo == 0; hi + 1 > 65536 */
+    if (!batch_fits(e, 1, bytes)) return 0;
+    lo = 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (batch_fits(e, mid, bytes)) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
     static const char *attn[] = {"fused", "unfused"};
     char name[256] = "?";

@@ -110,8 +110,21 @@ struct swin_engine {
 };
 
 /* Size (base == NULL) or place (base != NULL) every region; fills e->region, the pointers and
- * *total. Deterministic: the same offsets both times. */
+ * *total. Deterministic: the same offsets both times. Host arithmetic only. */
 swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total);
+/* Device memory a session needs beyond its arena: the cuBLAS(Lt) handles and the workspaces they
+ * take for themselves, CUDA graphs, kernel modules loaded on first use. A session is refused
+ * (SWIN_ERR_MEMORY) when its arena and this headroom do not fit in the device's free memory. */
+#define SWIN_GPU_HEADROOM_BYTES ((size_t)64 << 20)
+/* The plan of e (after swin_arena_plan) in one phrase: "batch B in P needs X (weights ..,
+ * activations .., workspaces .., input/output .., headroom .. for cuBLAS and CUDA graphs)". */
+void swin_arena_summary(const swin_engine *e, size_t total, char *buf, size_t size);
+/* The largest max batch (1 to 65536) whose arena and headroom fit in `bytes`; 0 when none does. */
+int swin_arena_max_batch(const swin_engine *e, size_t bytes);
+/* Every device and page-locked allocation of the engine (arena, preprocessing scratch, pinned
+ * image buffers) goes through here, so that a test can make the Nth one fail
+ * (swin_cuda_fail_alloc_at, engine.h). */
+cudaError_t swin_cuda_alloc(void **p, size_t bytes, int host);
 /* Upload and convert every weight tensor into the placed arena (synchronises the stream). */
 swin_status swin_arena_upload(swin_engine *e);
 /* Enqueue work on e->stream, input and logits on the device (engine.c):

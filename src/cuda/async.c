@@ -25,7 +25,7 @@ static swin_status async_init(swin_engine *e) {
         }
     }
     size_t bytes = (size_t)e->opt.max_batch * e->m->cfg.num_classes * sizeof(float);
-    cudaError_t ce = cudaHostAlloc((void **)&a->logits_host, bytes, cudaHostAllocDefault);
+    cudaError_t ce = swin_cuda_alloc((void **)&a->logits_host, bytes, 1);
     if (ce != cudaSuccess) {
         a->logits_host = NULL;
         cudaGetLastError();

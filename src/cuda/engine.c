@@ -8,7 +8,10 @@
  * Buffers (arena.h): x[cur] is the residual stream; tok, qkv and hid are scratch.
  * Stage outputs (swin_engine_forward_stages, for `swin verify`): an un-captured forward that copies
  * x[cur] to the host after every stage, converted to fp32 in qkv (free between stages).
- * Test: tests/test_gpu_engine.c (against the CPU reference), tests/cli_gpu_verify.sh.
+ * Memory: the whole plan (arena.c) is checked against cudaMemGetInfo before anything is allocated;
+ * a session that does not fit is refused with SWIN_ERR_MEMORY, the plan and the free memory.
+ * Test: tests/test_gpu_engine.c (against the CPU reference), tests/cli_gpu_verify.sh,
+ * tests/test_gpu_memory.c and tests/cli_gpu_memory.sh (memory).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,11 +200,11 @@ static swin_status capture(swin_engine *e, int B) {
     SWIN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
     swin_status st = swin_engine_enqueue_direct(e, B);
     cudaError_t ce = cudaStreamEndCapture(e->stream, &g);
-    if (st != SWIN_OK) {
+    if (st != SWIN_OK || ce != cudaSuccess) {
         if (g) cudaGraphDestroy(g);
         cudaGetLastError();
-        return swin_fail_prefix(st, "capturing the CUDA graph of batch %d", B);
     }
+    if (st != SWIN_OK) return swin_fail_prefix(st, "capturing the CUDA graph of batch %d", B);
     if (ce != cudaSuccess)
         return swin_fail(SWIN_ERR_CUDA, "capturing the CUDA graph of batch %d: %s (try --graphs off)", B,
                          cudaGetErrorString(ce));
@@ -271,23 +274,47 @@ static int gpu_geometry(const swin_model *m, char *why, size_t size) {
     return 1;
 }
 
+// ---- memory: the whole plan against the free memory before anything is allocated
+
+int swin_cuda_fail_alloc_at;
+
+cudaError_t swin_cuda_alloc(void **p, size_t bytes, int host) {
+    *p = NULL;
+    if (swin_cuda_fail_alloc_at > 0 && --swin_cuda_fail_alloc_at == 0) return cudaErrorMemoryAllocation;
+    return host ? cudaHostAlloc(p, bytes, cudaHostAllocDefault) : cudaMalloc(p, bytes);
+}
+
+/* "cuda:0: batch 4096 in fp16 needs 512.3 GiB (weights .., ..); 139.2 GiB free of 139.8 GiB: at
+ * most batch 1100 fits" (why: the failed call, when the plan passed the check but the allocation
+ * failed anyway, e.g. another process took the memory in between) */
+static swin_status refuse(const swin_engine *e, size_t total, const char *why) {
+    size_t free_b = 0, all_b = 0;
+    cudaGetLastError();
+    cudaMemGetInfo(&free_b, &all_b);
+    char plan[512], fits[64];
+    swin_arena_summary(e, total, plan, sizeof plan);
+    int most = swin_arena_max_batch(e, free_b);
+    if (most > 0) snprintf(fits, sizeof fits, "at most batch %d fits", most);
+    else snprintf(fits, sizeof fits, "not even batch 1 fits");
+    return swin_fail(SWIN_ERR_MEMORY, "cuda:%d: %s; %.1f GiB free of %.1f GiB: %s%s%s", e->dev, plan,
+                     free_b / 1073741824.0, all_b / 1073741824.0, fits, why ? "; " : "", why ? why : "");
+}
+
 // ---- create / free
 
 static swin_status setup(swin_engine *e) {
+    size_t total = 0, free_b = 0, all_b = 0;
+    SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
+    if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
     SWIN_CUDA_TRY(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     e->owns_stream = 1;
-    size_t total = 0;
-    SWIN_TRY(swin_arena_plan(e, NULL, &total));
-    cudaError_t ce = cudaMalloc((void **)&e->arena, total);
+    cudaError_t ce = swin_cuda_alloc((void **)&e->arena, total, 0);
     if (ce != cudaSuccess) {
-        size_t free_b = 0, all_b = 0;
-        cudaGetLastError();
-        e->arena = NULL;
-        cudaMemGetInfo(&free_b, &all_b);
-        return swin_fail(SWIN_ERR_MEMORY, "cuda:%d: cannot allocate the %.1f MiB arena for max batch %d "
-                         "(%.1f MiB free of %.1f MiB): %s", e->dev, total / 1048576.0, e->opt.max_batch,
-                         free_b / 1048576.0, all_b / 1048576.0, cudaGetErrorString(ce));
+        char why[160];
+        snprintf(why, sizeof why, "cudaMalloc of the arena: %s", cudaGetErrorString(ce));
+        return refuse(e, total, why);
     }
     e->arena_bytes = total;
     SWIN_TRY(swin_arena_plan(e, e->arena, &total));

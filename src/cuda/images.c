@@ -53,7 +53,7 @@ static swin_status grow(swin_engine *e, void **buf, size_t *cap, size_t need, in
             return swin_fail(SWIN_ERR_CUDA, "GPU preprocessing: freeing the %s: %s", what, cudaGetErrorString(fe));
     }
     size_t bytes = round_mib(need);
-    cudaError_t ce = host ? cudaHostAlloc(buf, bytes, cudaHostAllocDefault) : cudaMalloc(buf, bytes);
+    cudaError_t ce = swin_cuda_alloc(buf, bytes, host);
     if (ce != cudaSuccess) {
         *buf = NULL;
         cudaGetLastError();   /* not sticky: keep it from being blamed on a later launch */
@@ -314,7 +314,7 @@ swin_status swin_engine_forward_images_on(swin_engine *e, const swin_preprocess_
 
 void *swin_engine_host_alloc(swin_engine *e, size_t bytes) {
     void *p = NULL;
-    if (cudaSetDevice(e->dev) != cudaSuccess || cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    if (cudaSetDevice(e->dev) != cudaSuccess || swin_cuda_alloc(&p, bytes, 1) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }

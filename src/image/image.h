@@ -8,7 +8,8 @@
  *
  * Formats: JPEG through libjpeg-turbo (baseline, progressive, arithmetic-coded; greyscale, YCbCr,
  * RGB, CMYK/YCCK; 8-bit only, 12-bit is refused as Pillow refuses it); through stb_image PNG (grey,
- * palette, alpha, 1..16 bit, interlaced), BMP (uncompressed), GIF (first frame), TGA, PNM (P5/P6).
+ * palette, alpha, 1..16 bit, interlaced), BMP (uncompressed), GIF (first frame), TGA (RLE too);
+ * binary PNM (P5/P6) read by swin itself, as Pillow reads it (samples scaled by maxval).
  * Conversion rules (checked against Pillow in tests/test_preprocess.c and tests/test_jpeg.c):
  *   JPEG pixels are Pillow's exactly: libjpeg-turbo (which Pillow's wheels bundle too) with
  *   Pillow's settings (ISLOW IDCT, fancy upsampling, no scaling); 4-component files are read as
@@ -16,10 +17,11 @@
  *   grey is replicated to R=G=B; alpha is dropped, not blended (PIL convert('RGB'));
  *   palette images take the palette colour, also for the transparent index (GIF and PNG);
  *   16-bit samples keep their high byte (v >> 8). PIL does the same for 16-bit RGB, RGBA and
- *   grey+alpha PNGs, but clips 16-bit *grey* PNGs to min(v, 255) (mode I;16), which turns
- *   most such images white; we keep the high byte there on purpose.
+ *   grey+alpha PNGs, but clips 16-bit *grey* PNGs and PGMs to min(v, 255) (mode I;16 / I),
+ *   which turns most such images white; we keep the high byte there on purpose.
  *   EXIF orientation is ignored (PIL ignores it too unless ImageOps.exif_transpose is called).
- * Apart from 16-bit grey PNGs, every format decodes identically to PIL (the tests print both).
+ * Apart from 16-bit grey PNGs and PGMs, every format decodes identically to PIL (the tests print
+ * both).
  * Malformed files: truncated files are refused (PIL: "image file is truncated"; stb and libjpeg
  * would fill the rest in). A JPEG is refused on any libjpeg error or warning about its data;
  * warnings that leave every pixel intact (junk bytes between header segments or before the
