@@ -3,8 +3,8 @@
 # build, the ctest suite, `swin verify --device cuda` on every fixture and precision, and
 # compute-sanitizer; logs into OUTDIR, one summary table printed last.
 #
-#   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--no-verify]
-#                           [--no-sanitizers] [--cpu-dry-run]
+#   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--no-cpu-suite]
+#                           [--no-verify] [--no-sanitizers] [--cpu-dry-run]
 #
 #   1. cJSON / stb / libjpeg-turbo: when not installed, the .debs/ packages are unpacked into a
 #      temporary prefix
@@ -22,7 +22,8 @@
 #      ctest totals;
 #      sanitizer error counts; GPU and driver.
 # --no-ctest / --no-verify / --no-sanitizers skip step 3 / 4 / 5 (the summary says "not run"), to
-#   split the check over several calls of a machine with a time limit per command.
+#   split the check over several calls of a machine with a time limit per command;
+#   --no-cpu-suite runs only `ctest -L gpu` in step 3 (CI runs the rest).
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
 # Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
@@ -32,11 +33,12 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
-dry=0 run_ctest=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
+dry=0 run_ctest=1 run_cpu_suite=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
 while [ $# -gt 0 ]; do
   case $1 in
     --cpu-dry-run) dry=1 ;;
     --no-ctest) run_ctest=0 ;;
+    --no-cpu-suite) run_cpu_suite=0 ;;
     --no-verify) run_verify=0 ;;
     --no-sanitizers) run_san=0 ;;
     --build-dir) build=${2:?--build-dir needs a value}; shift ;;
@@ -115,8 +117,10 @@ ctest_run() {
 if [ $run_ctest = 1 ] && [ $build_ok = 1 ]; then
   step "ctest -L gpu"
   ctest_run "ctest -L gpu" -L gpu
-  step "ctest -LE gpu"
-  ctest_run "ctest -LE gpu (rest of the suite)" -LE gpu -j "$(nproc)"
+  if [ $run_cpu_suite = 1 ]; then
+    step "ctest -LE gpu"
+    ctest_run "ctest -LE gpu (rest of the suite)" -LE gpu -j "$(nproc)"
+  fi
 fi
 
 # ---- 4. swin verify on every fixture
