@@ -46,8 +46,8 @@ cp "$tmp/err" "$tmp/all.err"
 if [ $rc -eq 1 ] && cmp -s "$tmp/out" "$tmp/cuda0.jsonl"; then ok "cuda:all --json: byte-identical to cuda:0"
 else bad "cuda:all --json differs from cuda:0 (rc $rc)"; cmp "$tmp/out" "$tmp/cuda0.jsonl"; fi
 
-gpus=$(grep -oE "^swin classify: $n images, 2 failed, [0-9.]* s, [0-9.]* img/s(, [0-9]+ GPUs)?$" "$tmp/all.err" |
-       sed -nE 's/.*, ([0-9]+) GPUs$/\1/p')
+gpus=$(grep -oE "^swin classify: $n images, 2 failed, [0-9.]* s, [0-9.]* img/s(, [0-9]+ GPUs)?( \(after a [0-9.]* s warm-up\))?$" \
+         "$tmp/all.err" | sed -nE 's/.*, ([0-9]+) GPUs( \(after .*)?$/\1/p')
 gpus=${gpus:-1}
 if [ "$gpus" -ge 2 ]; then
   spread=$(grep -cE "^  cuda:[0-9]+: [1-9][0-9]* images in [1-9][0-9]* batches" "$tmp/all.err")
@@ -57,7 +57,7 @@ if [ "$gpus" -ge 2 ]; then
   run classify -m "$model" --device "cuda:$list" --json --batch 16 --list "$tmp/list.txt"
   if [ $rc -eq 1 ] && cmp -s "$tmp/out" "$tmp/cuda0.jsonl"; then ok "cuda:$list: byte-identical to cuda:0"
   else bad "cuda:$list (rc $rc)"; fi
-elif grep -qE "^swin classify: $n images, 2 failed, [0-9.]* s, [0-9.]* img/s$" "$tmp/all.err"; then
+elif grep -qE "^swin classify: $n images, 2 failed, [0-9.]* s, [0-9.]* img/s( \(after a [0-9.]* s warm-up\))?$" "$tmp/all.err"; then
   ok "one GPU: cuda:all ran as cuda:0 (plain summary line)"
 else bad "cuda:all summary line"; cat "$tmp/all.err"; fi
 
