@@ -145,9 +145,9 @@ static int jpeg_complete(const uint8_t *p, size_t n) {
         if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
         if (m == 0xD9) return 0;
         size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
-        if (m == 0xDA) {
-            for (size_t j = i + 2 + seg; j + 1 < n; j++)
-                if (p[j] == 0xFF && p[j + 1] == 0xD9) return 1;
+        if (m == 0xDA) { /* any EOI after the scan header: searched from the end, where it is */
+            for (size_t j = n - 1, start = i + 2 + seg; j > start; j--)
+                if (p[j - 1] == 0xFF && p[j] == 0xD9) return 1;
             return 0;
         }
         i += 2 + seg;
@@ -258,7 +258,7 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
         if (!out[i].ok) continue;
         out[i].rgb = d->buf[buffer] + (uintptr_t)out[i].rgb;
         int unsupported = 1;
-        if (d->hw && nvjpegJpegStreamParse(d->hw, data[i], len[i], 0, 0, d->parsed) == NVJPEG_STATUS_SUCCESS &&
+        if (d->hw && nvjpegJpegStreamParseHeader(d->hw, data[i], len[i], d->parsed) == NVJPEG_STATUS_SUCCESS &&
             nvjpegDecodeBatchedSupported(d->hw, d->parsed, &unsupported) == NVJPEG_STATUS_SUCCESS && !unsupported) {
             d->hw_data[nhw] = data[i];
             d->hw_len[nhw] = len[i];
