@@ -44,7 +44,7 @@ static const struct { const char *name; int size; int supported; swin_st_dtype d
     {"F6_E2M3", 1, 0, 0}, {"F6_E3M2", 1, 0, 0}, {"C64", 8, 0, 0},
 };
 
-static size_t dtype_size(swin_st_dtype dt) {
+size_t swin_st_dtype_size(swin_st_dtype dt) {
     switch (dt) {
     case SWIN_ST_F32: return 4;
     case SWIN_ST_F16: return 2;
@@ -170,7 +170,7 @@ static swin_status parse_entry(const swin_st *f, const cJSON *e, swin_st_tensor 
                          "%s: tensor '%s' data_offsets [%lld, %lld] run past the data block of %zu bytes "
                          "(file truncated?)", p, k, (long long)b, (long long)en, f->data_size);
     size_t want;
-    if (swin_mul_size(numel, dtype_size(t->dtype), &want) || want != (size_t)(en - b))
+    if (swin_mul_size(numel, swin_st_dtype_size(t->dtype), &want) || want != (size_t)(en - b))
         return swin_fail(SWIN_ERR_FORMAT,
                          "%s: tensor '%s' holds %lld bytes but shape x %s needs %zu", p, k,
                          (long long)(en - b), DTYPES[found].name, want);
@@ -360,56 +360,4 @@ swin_status swin_st_read_f32(const swin_st *f, const swin_st_tensor *t, float *d
     }
     return swin_fail(SWIN_ERR_TENSOR, "%s: tensor '%s' has dtype %s, expected a floating-point tensor",
                      swin_st_path(f), t->name, swin_st_dtype_str(t->dtype));
-}
-
-/* ---- writer */
-swin_status swin_st_write(const char *path, const swin_st_tensor *ts, int n) {
-    if (!path || (n > 0 && !ts) || n < 0) return swin_fail(SWIN_ERR_ARGUMENT, "swin_st_write: bad arguments");
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const swin_st_tensor *t = &ts[i];
-        size_t numel = 1, bytes;
-        if (!t->name || t->rank < 0 || t->rank > SWIN_ST_MAX_RANK || dtype_size(t->dtype) == 0) {
-            cJSON_Delete(root);
-            return swin_fail(SWIN_ERR_ARGUMENT, "%s: tensor %d has no name, a bad rank or a bad dtype", path, i);
-        }
-        int bad = 0;
-        for (int d = 0; d < t->rank; d++) bad |= t->shape[d] < 0 || swin_mul_size(numel, (size_t)t->shape[d], &numel);
-        if (bad || swin_mul_size(numel, dtype_size(t->dtype), &bytes) || (bytes && !t->data)) {
-            cJSON_Delete(root);
-            return swin_fail(SWIN_ERR_ARGUMENT, "%s: tensor '%s' has a bad shape or no data", path, t->name);
-        }
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddItemToObject(root, t->name, e);
-        cJSON_AddStringToObject(e, "dtype", swin_st_dtype_str(t->dtype));
-        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
-        for (int d = 0; d < t->rank; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
-        cJSON *of = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)off));
-        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(off + bytes)));
-        off += bytes;
-    }
-    char *json = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!json) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
-    size_t hl = strlen(json), padded = (hl + 7) & ~(size_t)7;   /* data block 8-byte aligned */
-
-    FILE *fp = fopen(path, "wb");
-    if (!fp) { free(json); return swin_fail(SWIN_ERR_IO, "%s: cannot create (%s)", path, strerror(errno)); }
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-    int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(json, 1, hl, fp) == hl;
-    for (size_t i = hl; ok && i < padded; i++) ok = fputc(' ', fp) != EOF;
-    free(json);
-    for (int i = 0; ok && i < n; i++) {
-        size_t numel = 1;
-        for (int d = 0; d < ts[i].rank; d++) numel *= (size_t)ts[i].shape[d];
-        size_t bytes = numel * dtype_size(ts[i].dtype);
-        ok = bytes == 0 || fwrite(ts[i].data, 1, bytes, fp) == bytes;
-    }
-    if (fclose(fp) != 0) ok = 0;
-    if (!ok) return swin_fail(SWIN_ERR_IO, "%s: write failed (%s)", path, strerror(errno));
-    return SWIN_OK;
 }

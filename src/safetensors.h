@@ -46,8 +46,25 @@ swin_status swin_st_read_f32(const swin_st *f, const swin_st_tensor *t, float *d
 const char *swin_st_shape_str(const swin_st_tensor *t, char *buf, size_t size);
 const char *swin_st_dtype_str(swin_st_dtype dt);
 
+/* bytes per element: 4, 2, 2, 8; 0 for a value outside the enum */
+size_t swin_st_dtype_size(swin_st_dtype dt);
+
+/* ---- writer (safetensors_write.c). A regular file (or a new one) is written under a temporary
+ * name beside it and renamed over path only when complete, so a failed or abandoned write leaves
+ * whatever was there; anything else (/dev/null, a pipe) is written directly. */
+
 /* Write n tensors (name, dtype, rank, shape, data set by the caller) to path. */
 swin_status swin_st_write(const char *path, const swin_st_tensor *tensors, int n);
+
+/* The same, streamed: begin writes the header of n tensors (name, dtype, rank, shape; data
+ * unused), then the data of all tensors in order, in pieces of any size, then end checks that
+ * exactly the declared bytes came, closes and renames. abort (any time, NULL allowed) leaves
+ * path as it was. end and abort free the writer. */
+typedef struct swin_st_writer swin_st_writer;
+swin_status swin_st_write_begin(const char *path, const swin_st_tensor *tensors, int n, swin_st_writer **out);
+swin_status swin_st_write_data(swin_st_writer *w, const void *data, size_t bytes);
+swin_status swin_st_write_end(swin_st_writer *w);
+void swin_st_write_abort(swin_st_writer *w);
 
 #ifdef __cplusplus
 }

@@ -224,6 +224,16 @@ run preprocess -m "$model" --out "$tmp/bad.safetensors" "${three[0]}" "$tmp/mixe
 if [ $rc -eq 1 ] && grep -q "b.png: not an image" "$tmp/err" && [ ! -e "$tmp/bad.safetensors" ]; then
   ok "preprocess: bad image -> exit 1, nothing written"
 else bad "preprocess bad image (rc $rc)"; fi
+# the tensor is streamed through a temporary file beside --out: a bad image leaves an existing
+# file as it was and no temporary one; a non-regular --out (/dev/null) is written directly
+cp "$tmp/in.safetensors" "$tmp/keep.safetensors"
+run preprocess -m "$model" --out "$tmp/keep.safetensors" "${three[0]}" "$tmp/mixed/b.png" "${three[1]}"
+if [ $rc -eq 1 ] && cmp -s "$tmp/in.safetensors" "$tmp/keep.safetensors" && ! ls "$tmp" | grep -q '\.tmp-'; then
+  ok "preprocess: bad image -> the existing --out file unchanged, no temporary file left"
+else bad "preprocess bad image over an existing file (rc $rc)"; fi
+run preprocess -m "$model" --out /dev/null "${three[@]}"
+if [ $rc -eq 0 ] && grep -q "/dev/null: input \[3, 3, 32, 32\]" "$tmp/out"; then ok "preprocess --out /dev/null"
+else bad "preprocess --out /dev/null (rc $rc)"; fi
 usage_case "--out" preprocess "${three[0]}"
 
 # ---- --pillow: a portrait image resized to a square (hf), the height shrinking more than twice as

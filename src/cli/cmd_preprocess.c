@@ -6,7 +6,8 @@
  * Writes one F32 tensor `input` [N, 3, H, W] with the images in the order given, preprocessed as
  * the model's config says (or as --preprocess overrides). Useful to compare with timm /
  * transformers in Python, or to feed `swin verify`. Any unreadable image fails the whole
- * command (exit 1) and no file is written. Test: tests/cli_classify.sh.
+ * command (exit 1) and no file is written (an existing one is left as it was). The tensor is
+ * streamed to the file: one image in memory at a time. Test: tests/cli_classify.sh.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,29 +91,38 @@ int cmd_preprocess(int argc, char **argv) {
 
     size_t per = swin_preprocess_floats(&pp);
     int oh = swin_preprocess_height(&pp), ow = swin_preprocess_width(&pp);
-    float *x = malloc((size_t)n * per * sizeof *x);
-    if (!x) { rc = cli_usage_error(CMD, "out of memory for %d images of %d x %d", n, oh, ow); goto done; }
+    /* streamed: one image's tensor in memory at a time, whatever N is */
+    float *x = malloc(per * sizeof *x);
+    if (!x) { rc = cli_usage_error(CMD, "out of memory for an image of %d x %d", oh, ow); goto done; }
+    swin_st_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name = "input";
+    t.dtype = SWIN_ST_F32;
+    t.rank = 4;
+    t.shape[0] = n;
+    t.shape[1] = 3;
+    t.shape[2] = oh;
+    t.shape[3] = ow;
+    swin_st_writer *w = NULL;
     rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (swin_preprocess_file(&pp, images[i], x + (size_t)i * per) != SWIN_OK) {
+    if (swin_st_write_begin(out, &t, 1, &w) != SWIN_OK) {
+        fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
+        rc = EXIT_FAILED;
+    }
+    /* after a bad image every image is still read, so that each bad one is reported */
+    for (int i = 0; w && i < n; i++) {
+        if (swin_preprocess_file(&pp, images[i], x) != SWIN_OK) {
+            fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
+            rc = EXIT_FAILED;
+        } else if (rc == 0 && swin_st_write_data(w, x, per * sizeof *x) != SWIN_OK) {
             fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
             rc = EXIT_FAILED;
         }
     }
     if (rc == 0) {
-        swin_st_tensor t;
-        memset(&t, 0, sizeof t);
-        t.name = "input";
-        t.dtype = SWIN_ST_F32;
-        t.rank = 4;
-        t.shape[0] = n;
-        t.shape[1] = 3;
-        t.shape[2] = oh;
-        t.shape[3] = ow;
-        t.numel = (int64_t)n * (int64_t)per;
-        t.data = x;
-        t.nbytes = (size_t)t.numel * sizeof(float);
-        if (swin_st_write(out, &t, 1) != SWIN_OK) {
+        swin_status ws = swin_st_write_end(w);
+        w = NULL;
+        if (ws != SWIN_OK) {
             fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
             rc = EXIT_FAILED;
         } else {
@@ -121,9 +131,9 @@ int cmd_preprocess(int argc, char **argv) {
                    pp.interp == SWIN_INTERP_BICUBIC ? "bicubic" : pp.interp == SWIN_INTERP_BILINEAR ? "bilinear" : "nearest",
                    pp.pillow ? pp.pillow : SWIN_PILLOW_DEFAULT);
         }
-    } else {
-        fprintf(stderr, "swin %s: nothing written to %s\n", CMD, out);
     }
+    if (rc != 0) fprintf(stderr, "swin %s: nothing written to %s\n", CMD, out);
+    swin_st_write_abort(w); /* after a failure: the old file stays, the temporary one goes */
     free(x);
 done:
     free(images);

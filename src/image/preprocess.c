@@ -159,18 +159,27 @@ swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_im
     swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, ow, oh,
                                              p->interp, p->pillow, win);
     if (st != SWIN_OK) { free(win); return st; }
-    size_t plane = (size_t)oh * ow;
+    /* a channel has 256 possible values: each is normalised once, with torch's (numpy's for hf)
+     * float operations, and looked up: the same floats as normalising every pixel, without two
+     * divisions per value */
+    float lut[3][256];
     for (int c = 0; c < 3; c++) {
         float mean = p->mean[c], std = p->std[c];
-        float *o = out + c * plane;
-        for (size_t i = 0; i < plane; i++) {
+        for (int u = 0; u < 256; u++) {
             float v;
             if (p->style == SWIN_PRE_HF)
-                v = (float)((double)win[i * 3 + c] * (1.0 / 255.0)); /* numpy: float64 then cast */
+                v = (float)((double)u * (1.0 / 255.0)); /* numpy: float64 then cast */
             else
-                v = (float)win[i * 3 + c] / 255.0f; /* torch: uint8 -> float32, div(255) */
-            o[i] = (v - mean) / std;
+                v = (float)u / 255.0f; /* torch: uint8 -> float32, div(255) */
+            lut[c][u] = (v - mean) / std;
         }
+    }
+    size_t plane = (size_t)oh * ow;
+    float *o0 = out, *o1 = out + plane, *o2 = out + 2 * plane;
+    for (size_t i = 0; i < plane; i++) {
+        o0[i] = lut[0][win[i * 3 + 0]];
+        o1[i] = lut[1][win[i * 3 + 1]];
+        o2[i] = lut[2][win[i * 3 + 2]];
     }
     free(win);
     return SWIN_OK;
