@@ -23,10 +23,9 @@
 #define SPLIT_BITS 11
 #define HALF (1 << (SWIN_RESIZE_PRECISION_BITS - 1))
 
-int swin_resize_avx2_available(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-}
+/* the CPU model is read by libgcc's (compiler-rt's) constructor before main: no
+ * __builtin_cpu_init here, which decoder threads would otherwise race on */
+int swin_resize_avx2_available(void) { return __builtin_cpu_supports("avx2"); }
 
 /* k = kh * 2^11 + kl, 0 <= kl < 2^11; 0 when kh does not fit int16 (a weight over 16: never made
  * by the filters, whose normalised weights stay near or below 1, but checked rather than assumed) */
