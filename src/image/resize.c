@@ -8,8 +8,11 @@
  * so that results match bit for bit; the windowed form computes only the coefficients and rows
  * that the window needs. A resize is a plan (swin_resize_plan: pass order,
  * regions, coefficients) then its application; the GPU path (kernels/preprocess.cu) applies the
- * same plan, so the CPU and the GPU share one source of coefficients.
- * Test: build/tests/test_preprocess (against Pillow 13 and Pillow 12 references).
+ * same plan, so the CPU and the GPU share one source of coefficients. The loops below are the
+ * reference; on CPUs with AVX2 the passes run as resize_avx2.c's kernels, which compute the same
+ * integers (resize_kernels.h).
+ * Test: build/tests/test_preprocess (against Pillow 13 and Pillow 12 references),
+ * build/tests/test_resize (every kernel against the reference).
  */
 #include "resize.h"
 
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "resize_kernels.h"
 
 /* ---- filters, as in Resample.c */
 static double bilinear_filter(double x) {
@@ -268,9 +272,33 @@ static void nearest_apply(const swin_resize_plan *pl, const uint8_t *src, uint8_
     }
 }
 
+/* the passes with the kernel chosen (avx2: 1 for the AVX2 kernels, which decline some calls;
+ * the reference then runs) */
+static void run_h(int avx2, const uint8_t *in, size_t in_stride, int col0, int rows, const swin_resize_axis *c,
+                  uint8_t *out, size_t out_stride) {
+    if (!avx2 || !swin_resize_pass_h_avx2(in, in_stride, col0, rows, c, out, out_stride))
+        pass_h(in, in_stride, col0, rows, c, out, out_stride);
+}
+
+static void run_v(int avx2, const uint8_t *in, size_t in_stride, int row0, int cols, const swin_resize_axis *c,
+                  uint8_t *out, size_t out_stride) {
+    if (!avx2 || !swin_resize_pass_v_avx2(in, in_stride, row0, cols, c, out, out_stride))
+        pass_v(in, in_stride, row0, cols, c, out, out_stride);
+}
+
 swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst) {
+    return swin_resize_plan_apply_kernel(plan, SWIN_RESIZE_KERNEL_AUTO, src, dst);
+}
+
+swin_status swin_resize_plan_apply_kernel(const swin_resize_plan *plan, swin_resize_kernel kernel,
+                                          const uint8_t *src, uint8_t *dst) {
     const swin_resize_plan *pl = plan;
     if (!pl || !src || !dst) return swin_fail(SWIN_ERR_ARGUMENT, "resize: NULL plan, source or destination");
+    if (kernel != SWIN_RESIZE_KERNEL_AUTO && kernel != SWIN_RESIZE_KERNEL_C && kernel != SWIN_RESIZE_KERNEL_AVX2)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize: unknown kernel %d", (int)kernel);
+    int avx2 = kernel != SWIN_RESIZE_KERNEL_C && swin_resize_avx2_available();
+    if (kernel == SWIN_RESIZE_KERNEL_AVX2 && !avx2)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "resize: no AVX2 kernels on this CPU or in this build");
     size_t ww = (size_t)pl->ww;
     memset(dst, 0, ww * pl->wh * 3);
     int nx = pl->ix1 - pl->ix0, ny = pl->iy1 - pl->iy0, sw = pl->sw;
@@ -287,13 +315,13 @@ swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *
         return swin_fail(SWIN_ERR_MEMORY, "resize %dx%d -> %dx%d: out of memory", pl->sw, pl->sh, pl->dw, pl->dh);
     if (pl->h_first) {
         const uint8_t *in = src + (size_t)r0 * sw * 3;
-        if (pl->need_h) pass_h(in, (size_t)sw, 0, r1 - r0, &pl->h, tmp, (size_t)nx);
+        if (pl->need_h) run_h(avx2, in, (size_t)sw, 0, r1 - r0, &pl->h, tmp, (size_t)nx);
         else copy_block(in + (size_t)pl->ix0 * 3, (size_t)sw, r1 - r0, nx, tmp, (size_t)nx);
-        if (pl->need_v) pass_v(tmp, (size_t)nx, r0, nx, &pl->v, out, ww);
+        if (pl->need_v) run_v(avx2, tmp, (size_t)nx, r0, nx, &pl->v, out, ww);
         else copy_block(tmp, (size_t)nx, ny, nx, out, ww);
     } else { /* need_v holds here */
-        pass_v(src + (size_t)c0 * 3, (size_t)sw, 0, c1 - c0, &pl->v, tmp, (size_t)(c1 - c0));
-        if (pl->need_h) pass_h(tmp, (size_t)(c1 - c0), c0, ny, &pl->h, out, ww);
+        run_v(avx2, src + (size_t)c0 * 3, (size_t)sw, 0, c1 - c0, &pl->v, tmp, (size_t)(c1 - c0));
+        if (pl->need_h) run_h(avx2, tmp, (size_t)(c1 - c0), c0, ny, &pl->h, out, ww);
         else copy_block(tmp, (size_t)(c1 - c0), ny, nx, out, ww);
     }
     free(tmp);

@@ -85,4 +85,11 @@ void swin_resize_plan_free(swin_resize_plan *plan);
 /* dst [wh, ww, 3] <- the plan applied to src [sh, sw, 3] (swin_resize_rgb8_window's result). */
 swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst);
 
+/* The CPU kernels that can apply a plan; all give the same bytes. AUTO (what
+ * swin_resize_plan_apply uses) picks AVX2 where the CPU has it, else C, the plain loops that are
+ * the reference. A kernel this CPU or build lacks is SWIN_ERR_UNSUPPORTED. */
+typedef enum { SWIN_RESIZE_KERNEL_AUTO, SWIN_RESIZE_KERNEL_C, SWIN_RESIZE_KERNEL_AVX2 } swin_resize_kernel;
+swin_status swin_resize_plan_apply_kernel(const swin_resize_plan *plan, swin_resize_kernel kernel,
+                                          const uint8_t *src, uint8_t *dst);
+
 #endif
