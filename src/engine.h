@@ -23,6 +23,18 @@ swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float
 swin_status swin_engine_forward_stages(swin_engine *e, const float *input, int B, float *const *stage_out);
 swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
 
+/* ---- FP8 (src/fp8.h for the arithmetic; implemented in src/cuda/engine.c and kernels/).
+ * An engine created with o->calibrate (any precision but fp8) records, on every forward (never
+ * captured), the largest |value| entering each FP8 site; swin_engine_amax copies them to host
+ * amax[n] (n = swin_fp8_sites(m)); they only grow until the engine is freed.
+ * An SWIN_FP8 engine quantises its site weights at creation (per output channel) and refuses to
+ * run until it has its input scales: swin_engine_set_fp8_scales (host scale[n], each finite > 0).
+ * swin_engine_calibrate_forward runs an SWIN_FP8 engine's forward in fp16 with recording (the
+ * session's default calibration, before the scales exist); then swin_engine_amax. */
+swin_status swin_engine_amax(swin_engine *e, float *amax, int n);
+swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n);
+swin_status swin_engine_calibrate_forward(swin_engine *e, const float *input, int B);
+
 /* ---- images in (src/cuda/images.c): RGB8 host images -> GPU preprocessing into the input
  * buffer -> forward -> host logits. Bit-identical to the CPU preprocessing. See
  * swin_forward_images in src/image/preprocess.h (the session checks n and p->size first). */
