@@ -25,7 +25,10 @@
  * choice stays.
  * The cublasHandle_t of swin_gemm_cublas() follows the precision (TF32 math only for SWIN_TF32);
  * cublasSetStream resets its workspace, so its user sets the stream (and a workspace) itself.
- * Test: tests/test_gpu_gemm.c.
+ * FP8 (swin_linear_fp8_cuda): E4M3 A and B, fp16 C, D and bias, fp32 accumulation; A's and B's
+ * scales are vectors (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: one per output channel, one per
+ * input row), their pointers set on the cached descriptor before every call, as the bias's is.
+ * Test: tests/test_gpu_gemm.c, tests/test_gpu_fp8.c (FP8).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +57,7 @@
 
 typedef struct {
     int M, K, N, act, has_bias, has_res;   /* has_res: residual fused as C (beta = 1) */
+    int fp8;                               /* E4M3 A and B with outer-vector scales (fp16 C, D, bias) */
     uint32_t align[5];                     /* A (w), B (in), C, D (out), bias: bytes, <= 256 */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lcd;    /* lcd serves C and D */
@@ -100,6 +104,7 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     cublasLtEpilogue_t epi = p->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    cudaDataType_t ab_type = p->fp8 ? CUDA_R_8F_E4M3 : g->data_type;
     uint64_t ws = g->ws_bytes;
     cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
     int found = 0;
@@ -115,8 +120,16 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
                                              sizeof g->data_type));
         LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
-    LT_GO(cublasLtMatrixLayoutCreate(&p->la, g->data_type, (uint64_t)p->K, (uint64_t)p->N, p->K));
-    LT_GO(cublasLtMatrixLayoutCreate(&p->lb, g->data_type, (uint64_t)p->K, (uint64_t)p->M, p->K));
+    if (p->fp8) {   /* per-row scales of A (the weights' output channels) and of B (the input rows) */
+        const cublasLtMatmulMatrixScale_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        const void *any = (const void *)(uintptr_t)256;
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec, sizeof vec));
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &vec, sizeof vec));
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &any, sizeof any));
+        LT_GO(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &any, sizeof any));
+    }
+    LT_GO(cublasLtMatrixLayoutCreate(&p->la, ab_type, (uint64_t)p->K, (uint64_t)p->N, p->K));
+    LT_GO(cublasLtMatrixLayoutCreate(&p->lb, ab_type, (uint64_t)p->K, (uint64_t)p->M, p->K));
     LT_GO(cublasLtMatrixLayoutCreate(&p->lcd, g->data_type, (uint64_t)p->N, (uint64_t)p->M, p->N));
 
     LT_GO(cublasLtMatmulPreferenceCreate(&pref));
@@ -135,7 +148,7 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
         st = swin_fail(SWIN_ERR_UNSUPPORTED,
                        "swin_linear_cuda: cuBLASLt has no algorithm for M %d, K %d, N %d (%s, bias %d, "
                        "residual %d, alignments %u/%u/%u/%u)", p->M, p->K, p->N,
-                       swin_precision_str(g->prec), p->has_bias, p->has_res, p->align[0], p->align[1],
+                       p->fp8 ? "fp8 e4m3" : swin_precision_str(g->prec), p->has_bias, p->has_res, p->align[0], p->align[1],
                        p->align[2], p->align[3]);
         goto fail;
     }
@@ -150,7 +163,7 @@ fail:
 }
 
 static int plan_match(const gemm_plan *a, const gemm_plan *b) {
-    return a->M == b->M && a->K == b->K && a->N == b->N && a->act == b->act &&
+    return a->M == b->M && a->K == b->K && a->N == b->N && a->act == b->act && a->fp8 == b->fp8 &&
            a->has_bias == b->has_bias && a->has_res == b->has_res &&
            memcmp(a->align, b->align, sizeof a->align) == 0;
 }
@@ -354,5 +367,48 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     }
     if (act == SWIN_ACT_GELU)
         SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
+    return SWIN_OK;
+}
+
+/* out [M, N] = (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual):
+ * E4M3 operands, fp16 bias/residual/out, fp32 accumulation (gemm.h). */
+swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in_scale, const uint8_t *w_q,
+                                 const float *w_scale, const void *bias, const void *residual, int M, int K, int N,
+                                 swin_gemm *g, cudaStream_t st) {
+    static const char op[] = "swin_linear_fp8_cuda";
+    SWIN_TRY(check_shape(op, g, M, K, N, SWIN_ACT_NONE));
+    if (g->dt != SWIN_DT_F16)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the GEMM handle is %s, FP8 GEMMs write fp16", op,
+                         swin_precision_str(g->prec));
+    if (K % 16 || N % 16)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: K %d and N %d must be multiples of 16 for FP8 tensor cores", op, K, N);
+    const void *ptrs[7] = {out, in_q, in_scale, w_q, w_scale, bias, residual};
+    static const char *const names[7] = {"out", "in_q", "in_scale", "w_q", "w_scale", "bias", "residual"};
+    for (int i = 0; i < 7; i++) {
+        if (!ptrs[i] && i < 5) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
+        if (ptrs[i] && (uintptr_t)ptrs[i] % 16)
+            return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s (%p) is not aligned to 16 bytes", op, names[i], ptrs[i]);
+    }
+    gemm_plan key, *p;
+    plan_key(&key, M, K, N, SWIN_ACT_NONE, out, in_q, w_q, bias, residual);
+    key.fp8 = 1;
+    SWIN_TRY(plan_get(g, &key, bias, &p));
+    if (bias)
+        SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                                   sizeof w_scale));
+    SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
+                                                   sizeof in_scale));
+    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
+    const void *c = p->has_res ? residual : out;
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w_q, in_q, c, st));
+    SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w_q, p->la, in_q, p->lb, &beta, c, p->lcd, out, p->lcd,
+                                   &p->algo, g->ws, g->ws_bytes, st));
+    if (swin_cuda_debug_sync) {
+        cudaError_t e = cudaStreamSynchronize(st);
+        if (e != cudaSuccess)
+            return swin_fail(SWIN_ERR_CUDA, "%s: cublasLtMatmul M %d K %d N %d failed: %s", op, M, K, N,
+                             cudaGetErrorString(e));
+    }
     return SWIN_OK;
 }

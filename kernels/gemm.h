@@ -31,6 +31,14 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
                              const void *residual, int M, int K, int N, swin_act act,
                              swin_gemm *g, cudaStream_t st);
 
+/* FP8 (compute capability 8.9+; a handle made for SWIN_FP16): out [M, N] fp16 =
+ * (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual [M, N], may alias
+ * out), in_q and w_q E4M3 bytes, w_scale [N] and in_scale [M] fp32 device vectors (cuBLASLt's
+ * outer-vector scaling), fp32 accumulation. K and N multiples of 16, pointers 16-byte aligned. */
+swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in_scale, const uint8_t *w_q,
+                                 const float *w_scale, const void *bias, const void *residual, int M, int K, int N,
+                                 swin_gemm *g, cudaStream_t st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -73,6 +73,25 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
                                        swin_attn_impl impl, void *workspace, void *cublas,
                                        cudaStream_t st);
 
+/* ---- FP8 E4M3 (kernels/fp8.cu), the arithmetic of src/fp8.h; e4m3() rounds to nearest even and
+ * saturates to +-448 (NaN stays NaN). */
+/* *amax = max(*amax, max |x[0..n)|) (device float, atomically; a NaN wins) */
+swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin_dtype dt, cudaStream_t st);
+/* q[i] = e4m3(x[i] * inv_scale), and the same after the exact GELU */
+swin_status swin_quantize_fp8_cuda(uint8_t *q, const void *x, size_t n, float inv_scale, swin_dtype dt,
+                                   cudaStream_t st);
+swin_status swin_gelu_quantize_fp8_cuda(uint8_t *q, const void *x, size_t n, float inv_scale, swin_dtype dt,
+                                        cudaStream_t st);
+/* y[i] = dt(e4m3(f(x[i]) * (1 / scale)) * scale), f = GELU when gelu, else identity; y != x */
+swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float scale, int gelu, swin_dtype dt,
+                              cudaStream_t st);
+/* fp32 weights w [N, K] -> q [N, K] E4M3 and ws [N] (per output channel, src/fp8.h); deq (dt
+ * [N, K], may be NULL) = q * ws */
+swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, const float *w, int N, int K, swin_dtype dt,
+                                  cudaStream_t st);
+/* dst[i] = src[i] * s, or s where src is NULL (fill), i < n */
+swin_status swin_scale_vec_cuda(float *dst, const float *src, float s, int n, cudaStream_t st);
+
 /* ---- image preprocessing (kernels/preprocess.cu): RGB8 images of any sizes -> the model input
  * out [n, 3, S, S] fp32, bit-identical to swin_preprocess_image (src/image/preprocess.c).
  * Every image comes with a record (below) made on the host from its swin_resize_plan

@@ -34,6 +34,8 @@ swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
 swin_status swin_engine_amax(swin_engine *e, float *amax, int n);
 swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n);
 swin_status swin_engine_calibrate_forward(swin_engine *e, const float *input, int B);
+/* SWIN_ERR_UNSUPPORTED naming the GPU unless cuda:index has FP8 tensor cores (8.9 or newer) */
+swin_status swin_engine_fp8_device_check(int index);
 
 /* ---- images in (src/cuda/images.c): RGB8 host images -> GPU preprocessing into the input
  * buffer -> forward -> host logits. Bit-identical to the CPU preprocessing. See

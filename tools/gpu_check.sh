@@ -11,9 +11,9 @@
 #   2. configure and build everything in build-gpu/ (build.log)
 #   3. ctest -L gpu, then the rest of the suite (ctest -LE gpu), so together the full suite
 #      runs once (ctest.log)
-#   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16,
+#   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16, fp8,
 #      plus fp16 with --attention unfused and fp16 with --graphs off (verify.log)
-#   5. compute-sanitizer: memcheck (with leak check) over one fp16 verify; racecheck and memcheck
+#   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
 #      over test_gpu_attention and test_gpu_preprocess, memcheck over test_gpu_pipeline, with
 #      SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
@@ -59,7 +59,7 @@ if [ $dry = 1 ]; then
 else
   device=cuda
   variants=("fp32|--precision fp32" "tf32|--precision tf32" "fp16|--precision fp16"
-            "bf16|--precision bf16" "fp16 unfused|--precision fp16 --attention unfused"
+            "bf16|--precision bf16" "fp8|--precision fp8" "fp16 unfused|--precision fp16 --attention unfused"
             "fp16 graphs off|--precision fp16 --graphs off")
 fi
 failed=()
@@ -187,6 +187,8 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   if [ -n "$fx" ]; then
     sanitize "memcheck: verify fp16 $(basename "$fx")" memcheck "$build/swin" verify \
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp16
+    sanitize "memcheck: verify fp8 $(basename "$fx")" memcheck "$build/swin" verify \
+      --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp8
   fi
   export SWIN_TEST_QUICK=1
   for t in test_gpu_attention test_gpu_preprocess test_gpu_pipeline; do

@@ -13,8 +13,9 @@
 #
 # Environment (defaults in brackets):
 #   PERF_ARCHS               [swin_tiny_patch4_window7_224 swinv2_tiny_window8_256]
-#   PERF_PRECISIONS          [fp16 tf32 fp32]
-#   PERF_COMPILE_PRECISIONS  torch.compile precisions [= PERF_PRECISIONS]
+#   PERF_PRECISIONS          [fp16 tf32 fp32]; fp8 runs swin only (PyTorch has no FP8 Swin: its
+#                            rows are compared with fp16 in their own section), with --breakdown
+#   PERF_COMPILE_PRECISIONS  torch.compile precisions [= PERF_PRECISIONS without fp8]
 #   PERF_BATCHES             [1,8,64,256]
 #   PERF_ITERS               timed iterations, both tools [50]
 #   PERF_COMPILE_JOBS        parallel torch.compile subprocesses [8]
@@ -36,7 +37,8 @@ out=$(cd "$out" && pwd)
 
 ARCHS=${PERF_ARCHS:-swin_tiny_patch4_window7_224 swinv2_tiny_window8_256}
 PRECS=${PERF_PRECISIONS:-fp16 tf32 fp32}
-CPRECS=${PERF_COMPILE_PRECISIONS:-$PRECS}
+TPRECS=$(echo "$PRECS" | tr ' ' '\n' | grep -vx fp8 | tr '\n' ' ')   # what PyTorch runs
+CPRECS=${PERF_COMPILE_PRECISIONS:-$TPRECS}
 BATCHES=${PERF_BATCHES:-1,8,64,256}
 ITERS=${PERF_ITERS:-50}
 JOBS=${PERF_COMPILE_JOBS:-8}
@@ -164,7 +166,7 @@ EOF
 }
 for arch in $ARCHS; do
   for prec in $PRECS; do
-    if [ "$prec" = fp16 ]; then  # the breakdown: per op class, stage and op
+    if [ "$prec" = fp16 ] || [ "$prec" = fp8 ]; then  # the breakdown: per op class, stage and op
       swin_bench "$arch" "$prec" "$BATCHES" --breakdown
     else
       swin_bench "$arch" "$prec" "$BATCHES"
@@ -175,7 +177,7 @@ done
 # ---- PyTorch: eager, then torch.compile from the warm caches
 if [ "$TORCH" = 1 ]; then
   phase "timm eager"
-  python3 tools/bench_torch.py --arch "$(csv "$ARCHS")" --precision "$(csv "$PRECS")" \
+  python3 tools/bench_torch.py --arch "$(csv "$ARCHS")" --precision "$(csv "$TPRECS")" \
     --batch "$BATCHES" --mode eager --iters "$ITERS" --time-limit "$(limit 20)" \
     --json "$out/torch_eager.json" || failed+=("timm eager")
   if [ -n "$(csv "$CPRECS")" ]; then

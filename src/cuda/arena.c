@@ -4,6 +4,7 @@
  * Test: tests/test_gpu_engine.c.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
@@ -14,6 +15,7 @@ static const char *region_name[REG_COUNT] = {
     "weights (session dtype)", "weights (fp32 norms, bias tables, scales)",
     "activations x[2] (ping-pong)", "activations tok", "activations qkv", "activations hid",
     "head (pooled, logits)", "cuBLASLt workspace", "attention workspace", "input/logits (fp32)",
+    "fp8 (amax; quantised GEMM input, scale vector)",
 };
 
 // ---- weights: one walk sizes, places or uploads
@@ -25,6 +27,8 @@ typedef struct {
     int upload;         /* copy and convert the host tensors */
     swin_status st;     /* first failure of an upload */
     size_t n_dt, n_f32, largest;
+    int site, emulated;  /* FP8 sites so far; those run in 16 bits on E4M3 values */
+    size_t n_fp8;        /* bytes of E4M3 weights and channel scales */
 } walk;
 
 /* Carve n elements of host tensor `host` (fp32 when f32, else the session dtype). */
@@ -51,8 +55,31 @@ static const void *put(walk *k, const float *host, size_t n, int f32, const char
     return dst;
 }
 
-static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K, const char *what) {
+/* A linear layer; `site`: one of the FP8 sites (src/fp8.h), numbered in walk order, which is the
+ * forward's. An fp8 engine also gets its E4M3 weights, quantised on the device from the fp32
+ * staging copy that put() just left in x[0] (the bias, carved next, overwrites it after). */
+static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K, int site, const char *what) {
+    swin_engine *e = k->e;
     d->w = put(k, h->w, (size_t)N * K, 0, what);
+    d->site = site ? k->site++ : -1;
+    d->K = K, d->N = N;
+    d->q = NULL, d->ws = d->wsx = NULL, d->deq = NULL;
+    if (site && e->fp8) {
+        size_t off0 = k->off;
+        d->q = swin_carve(k->base, &k->off, (size_t)N * K);
+        d->ws = swin_carve(k->base, &k->off, (size_t)N * 4);
+        d->wsx = swin_carve(k->base, &k->off, (size_t)N * 4);
+        k->n_fp8 += k->off - off0;
+        if (!swin_dlin_fp8_gemm(d)) {
+            d->deq = swin_carve(k->base, &k->off, (size_t)N * K * swin_dtype_size(e->dt));
+            k->emulated++;
+        }
+        if (k->upload && k->st == SWIN_OK) {
+            swin_status s = swin_fp8_weights_cuda(d->q, d->ws, d->deq, (const float *)e->x[0], N, K, e->dt, e->stream);
+            if (s != SWIN_OK) k->st = swin_fail_prefix(s, "quantising %s to FP8", what);
+        }
+    }
+    if (site && k->upload && e->sites) e->sites[d->site] = d;
     d->b = put(k, h->b, (size_t)N, 0, what);
 }
 
@@ -67,7 +94,7 @@ static void walk_weights(walk *k) {
     const swin_weights *w = &m->w;
     swin_dweights *d = &k->e->w;
     int C0 = c->embed_dim, p = c->patch_size, L0 = w->stages[0].res_h * w->stages[0].res_w;
-    put_lin(k, &d->patch, &w->patch_embed, C0, 3 * p * p, "patch_embed");
+    put_lin(k, &d->patch, &w->patch_embed, C0, 3 * p * p, 0, "patch_embed");
     put_ln(k, &d->patch_norm, &w->patch_norm, C0, "patch_embed.norm");
     d->abs_pos = put(k, w->abs_pos, (size_t)L0 * C0, 0, "absolute_pos_embed");
     for (int s = 0; s < c->num_stages; s++) {
@@ -77,25 +104,25 @@ static void walk_weights(walk *k) {
         if (st->has_merge) {
             int Cp = w->stages[s - 1].dim;
             put_ln(k, &ds->norm, &st->merge.norm, c->version == 1 ? 4 * Cp : C, "downsample.norm");
-            put_lin(k, &ds->red, &st->merge.reduction, C, 4 * Cp, "downsample.reduction");
+            put_lin(k, &ds->red, &st->merge.reduction, C, 4 * Cp, 1, "downsample.reduction");
         }
         for (int b = 0; b < st->depth; b++) {
             const swin_block_w *bw = &st->blocks[b];
             swin_dblock *db = &ds->blocks[b];
             int W2 = (2 * st->win_h - 1) * (2 * st->win_w - 1);
             put_ln(k, &db->norm1, &bw->norm1, C, "norm1");
-            put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, "attn.qkv");
-            put_lin(k, &db->proj, &bw->proj, C, C, "attn.proj");
+            put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, 1, "attn.qkv");
+            put_lin(k, &db->proj, &bw->proj, C, C, 1, "attn.proj");
             put_ln(k, &db->norm2, &bw->norm2, C, "norm2");
-            put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, "mlp.fc1");
-            put_lin(k, &db->fc2, &bw->fc2, C, st->hidden, "mlp.fc2");
+            put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, 1, "mlp.fc1");
+            put_lin(k, &db->fc2, &bw->fc2, C, st->hidden, 1, "mlp.fc2");
             db->bias_table = put(k, bw->bias_table, (size_t)W2 * bw->heads, 1, "attention bias table");
             db->attn_scale = put(k, bw->attn_scale, (size_t)bw->heads, 1, "attention scale");
         }
     }
     int CL = w->stages[c->num_stages - 1].dim;
     put_ln(k, &d->norm, &w->norm, CL, "norm");
-    put_lin(k, &d->head, &w->head, c->num_classes, CL, "head");
+    put_lin(k, &d->head, &w->head, c->num_classes, CL, 0, "head");
 }
 
 // ---- activations: the largest use of each buffer over the forward pass
@@ -124,6 +151,18 @@ static act_elems activation_elems(const swin_model *m, int B) {
     return a;
 }
 
+/* FP8: the most rows of any site's GEMM (the input scale vector) and its largest input */
+static void fp8_elems(const swin_model *m, int B, size_t *rows_max, size_t *in_max) {
+    *rows_max = *in_max = 0;
+    for (int s = 0; s < m->cfg.num_stages; s++) {
+        const swin_stage_w *st = &m->w.stages[s];
+        size_t tokens = (size_t)B * st->res_h * st->res_w, rows = (size_t)B * st->hp * st->wp;
+        *rows_max = max_z(*rows_max, max_z(tokens, rows));
+        if (st->has_merge) *in_max = max_z(*in_max, tokens * 4 * m->w.stages[s - 1].dim);
+        if (st->depth > 0) *in_max = max_z(*in_max, max_z(rows * st->dim, tokens * st->hidden));
+    }
+}
+
 static size_t attention_workspace(const swin_engine *e) {
     size_t ws = 0;
     swin_attn_impl impl = e->opt.attention == SWIN_ATTN_UNFUSED ? SWIN_ATTN_IMPL_UNFUSED : SWIN_ATTN_IMPL_FUSED;
@@ -141,13 +180,16 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     const swin_model *m = e->m;
     int B = e->opt.max_batch, classes = m->cfg.num_classes, H = m->cfg.img_h, W = m->cfg.img_w;
     size_t esz = swin_dtype_size(e->dt), start;
-    walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0};
+    walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0, 0, 0, 0};
 
     /* weights: dtype tensors and fp32 tensors share one walk; split the count afterwards */
     walk_weights(&k);
     e->n_dt = k.n_dt;
     e->n_f32 = k.n_f32;
     e->staging_elems = k.largest;
+    e->n_sites = k.site;
+    e->fp8_emulated = k.emulated;
+    e->n_fp8_bytes = k.n_fp8;
     e->region[REG_WEIGHTS_DT] = k.off;   /* re-split below for the description */
     e->region[REG_WEIGHTS_F32] = 0;
     size_t off = k.off;
@@ -188,13 +230,33 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     e->input = swin_carve(base, &off, (size_t)B * 3 * H * W * sizeof(float));
     e->logits = swin_carve(base, &off, (size_t)B * classes * sizeof(float));
     e->region[REG_IO] = off - start;
+    start = off;
+    e->amax = swin_carve(base, &off, (size_t)(e->n_sites ? e->n_sites : 1) * sizeof(float));
+    e->ones = NULL, e->q8 = NULL;
+    if (e->fp8) {
+        size_t rows = 0, in = 0;
+        fp8_elems(m, B, &rows, &in);
+        e->ones = swin_carve(base, &off, rows * sizeof(float));
+        e->q8 = swin_carve(base, &off, in * (e->fp8_emulated ? esz : 1));
+    }
+    e->region[REG_FP8] = off - start;
     *total = off;
     return SWIN_OK;
 }
 
 swin_status swin_arena_upload(swin_engine *e) {
-    walk k = {e, e->arena, 0, 1, SWIN_OK, 0, 0, 0};
+    walk k = {e, e->arena, 0, 1, SWIN_OK, 0, 0, 0, 0, 0, 0};
+    free(e->sites);
+    if (!(e->sites = calloc((size_t)e->n_sites + 1, sizeof *e->sites)))
+        return swin_fail(SWIN_ERR_MEMORY, "out of memory");
     walk_weights(&k);
+    if (k.st == SWIN_OK && e->n_sites)
+        k.st = swin_scale_vec_cuda(e->amax, NULL, 0.0f, e->n_sites, e->stream);
+    if (k.st == SWIN_OK && e->ones) {
+        size_t rows = 0, in = 0;
+        fp8_elems(e->m, e->opt.max_batch, &rows, &in);
+        k.st = swin_scale_vec_cuda(e->ones, NULL, 1.0f, (int)rows, e->stream);
+    }
     cudaError_t ce = cudaStreamSynchronize(e->stream);
     if (k.st != SWIN_OK) return k.st;
     if (ce != cudaSuccess)
@@ -212,7 +274,7 @@ static const char *human(size_t bytes, char *buf, size_t size) {
 
 void swin_arena_summary(const swin_engine *e, size_t total, char *buf, size_t size) {
     const size_t *r = e->region;
-    size_t act = r[REG_X] + r[REG_TOK] + r[REG_QKV] + r[REG_HID] + r[REG_HEAD];
+    size_t act = r[REG_X] + r[REG_TOK] + r[REG_QKV] + r[REG_HID] + r[REG_HEAD] + r[REG_FP8];
     char t[32], w[32], a[32], ws[32], io[32], h[32];
     snprintf(buf, size, "batch %d in %s needs %s (weights %s, activations %s, workspaces %s, input/output %s, "
              "headroom %s for cuBLAS and CUDA graphs)", e->opt.max_batch, swin_precision_str(e->opt.precision),
@@ -260,6 +322,10 @@ void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
     if (n < size)
         n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes  (%zu elements x 4)\n",
                               "weights (fp32 norms, bias tables, scales)", e->n_f32 * 4, e->n_f32);
+    if (n < size && e->fp8)
+        n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes  (%d sites, %d on FP8 tensor cores)\n",
+                              "weights fp8 (E4M3, channel scales)", e->n_fp8_bytes, e->n_sites,
+                              e->n_sites - e->fp8_emulated);
     if (n < size)
         n += (size_t)snprintf(buf + n, size - n, "  %-44s %14zu bytes\n", "weights total (aligned)", wdt);
     for (int r = REG_X; r < REG_COUNT && n < size; r++)

@@ -26,7 +26,15 @@
 
 /* ---- device copies of the weights (pointers into the arena) */
 typedef struct { const float *w, *b; } swin_dln;   /* fp32 [C] each */
-typedef struct { const void *w, *b; } swin_dlin;   /* dt [N, K] and dt [N] or NULL */
+typedef struct {
+    const void *w, *b;   /* dt [N, K] and dt [N] or NULL */
+    /* FP8 sites (src/fp8.h): the site's number, -1 for the patch embedding and the head */
+    int site, K, N;
+    uint8_t *q;          /* fp8 engines: E4M3 weights [N, K] */
+    float *ws, *wsx;     /* [N]: per-channel weight scales, and ws times the input scale */
+    void *deq;           /* dt [N, K] = q * ws, where cuBLASLt cannot run the shape in FP8 (K or N
+                          * not a multiple of 16): the GEMM runs in 16 bits on E4M3 values */
+} swin_dlin;
 
 typedef struct {
     swin_dln norm1, norm2;
@@ -53,7 +61,7 @@ typedef struct {
 /* ---- regions of the plan, in carving order (names printed by describe) */
 typedef enum {
     REG_WEIGHTS_DT, REG_WEIGHTS_F32, REG_X, REG_TOK, REG_QKV, REG_HID, REG_HEAD,
-    REG_GEMM_WS, REG_ATTN_WS, REG_IO, REG_COUNT
+    REG_GEMM_WS, REG_ATTN_WS, REG_IO, REG_FP8, REG_COUNT
 } swin_region_id;
 
 /* per-op event marks of a profiled forward */
@@ -105,6 +113,18 @@ struct swin_engine {
     float *const *stage_out;    /* host fp32 [B,H,W,C] per stage; non-NULL only inside
                                    swin_engine_forward_stages (never captured) */
 
+    /* FP8 (fp8.c): sites in forward order; amax [n_sites] device (calibration); fp8 engines: the
+     * quantised GEMM input q8 (E4M3 bytes, or dt elements for 16-bit sites), ones [rows] (the
+     * input's cuBLASLt scale vector: the input scale is folded into wsx), host scales */
+    int fp8, n_sites, fp8_emulated;   /* fp8_emulated: sites that run on E4M3 values in 16 bits */
+    swin_dlin **sites;          /* host [n_sites] */
+    float *amax, *ones;
+    void *q8;
+    size_t n_fp8_bytes;         /* E4M3 weights and channel scales */
+    int recording;              /* lin() raises amax[site] to its input's max |x| */
+    int calib_forward;          /* an fp8 engine's forward in fp16 (its own calibration) */
+    float *scale;               /* host [n_sites]; NULL until swin_engine_set_fp8_scales */
+
     struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
     swin_async async;           /* async.c; its events and buffer are made on first use */
 };
@@ -145,11 +165,22 @@ swin_status swin_engine_enqueue_images(swin_engine *e, const swin_preprocess_par
                                        const int *on_device, int n, cudaEvent_t *ev);
 /* Release the async state (async.c); called by swin_engine_free. */
 void swin_engine_async_free(swin_engine *e);
+/* FP8 (fp8.c): quantise site w's input in [M, K] into e->q8 (after the exact GELU when gelu),
+ * as E4M3 bytes for the FP8 GEMM or as E4M3 values in dt for the emulated one; then its GEMM
+ * from e->q8 into out [M, N] (+ residual). */
+swin_status swin_engine_quantize(swin_engine *e, const void *in, const swin_dlin *w, int M, int gelu);
+swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, const void *residual, int M);
+/* 1 when site w runs in FP8 in this forward (an fp8 engine, not calibrating itself) */
+static inline int swin_engine_fp8_site(const swin_engine *e, const swin_dlin *w) {
+    return e->fp8 && !e->calib_forward && w->site >= 0;
+}
+/* FP8 site w runs on cuBLASLt's FP8 tensor cores (else in 16 bits on E4M3 values) */
+static inline int swin_dlin_fp8_gemm(const swin_dlin *w) { return w->K % 16 == 0 && w->N % 16 == 0; }
 /* Human-readable plan. */
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size);
 
 static inline swin_dtype swin_precision_dtype(swin_precision p) {
-    return p == SWIN_FP16 ? SWIN_DT_F16 : p == SWIN_BF16 ? SWIN_DT_BF16 : SWIN_DT_F32;
+    return p == SWIN_FP16 || p == SWIN_FP8 ? SWIN_DT_F16 : p == SWIN_BF16 ? SWIN_DT_BF16 : SWIN_DT_F32;
 }
 
 #endif

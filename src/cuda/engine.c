@@ -40,8 +40,19 @@ static void mark(swin_engine *e, swin_op_class c, const char *name) {
         SWIN_TRY(call);                  \
     } while (0)
 
+/* Before the GEMM of an FP8 site (src/fp8.h): record its input's max |x| when calibrating, and
+ * quantise the input into e->q8 when it runs in FP8 (ops of their own in the breakdown). */
+static swin_status quant(swin_engine *e, const void *in, const swin_dlin *w, int M) {
+    if (w->site >= 0 && e->recording)
+        OP(OTHER, "amax", swin_amax_cuda(e->amax + w->site, in, (size_t)M * w->K, e->dt, e->stream));
+    if (swin_engine_fp8_site(e, w)) OP(OTHER, "quantize", swin_engine_quantize(e, in, w, M, 0));
+    return SWIN_OK;
+}
+
+/* a linear layer; an FP8 site reads the input quant() left in e->q8 */
 static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dlin *w, const void *residual,
                        int M, int K, int N, swin_act act) {
+    if (swin_engine_fp8_site(e, w)) return swin_engine_lin_q(e, out, w, residual, M);
     return swin_linear_cuda(out, in, w->w, w->b, residual, M, K, N, act, e->gemm, e->stream);
 }
 
@@ -73,9 +84,11 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
     if (e->m->cfg.version == 1) {
         OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, H, W, Cp, eps, e->dt,
                                                              e->stream));
+        SWIN_TRY(quant(e, e->tok, &w->red, M));
         OP(GEMM, "merge reduction", lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
     } else {
         OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, H, W, Cp, eps, e->dt, e->stream));
+        SWIN_TRY(quant(e, e->tok, &w->red, M));
         OP(GEMM, "merge reduction", lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
         OP(NORM, "merge norm", swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
     }
@@ -95,10 +108,19 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
     return SWIN_OK;
 }
 
-/* fc1 then the exact GELU, as two ops so that the breakdown shows each */
-static swin_status mlp_fc1(swin_engine *e, void *out, const void *in, const swin_dlin *w, int M, int K, int N) {
-    OP(GEMM, "fc1", lin(e, out, in, w, NULL, M, K, N, SWIN_ACT_NONE));
-    OP(OTHER, "gelu", swin_gelu_cuda(out, NULL, (size_t)M * N, e->dt, e->stream));
+/* out [T, C] = fc2(GELU(fc1(in))) (+ residual): fc1 into hid, the exact GELU as an op of its own
+ * (in FP8, GELU and fc2's quantisation in one pass), fc2. fc2_name: its name in the breakdown. */
+static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
+                       int C, int hidden, const char *fc2_name) {
+    SWIN_TRY(quant(e, in, &w->fc1, T));
+    OP(GEMM, "fc1", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_NONE));
+    if (swin_engine_fp8_site(e, &w->fc2)) {
+        OP(OTHER, "gelu+quantize", swin_engine_quantize(e, e->hid, &w->fc2, T, 1));
+    } else {
+        OP(OTHER, "gelu", swin_gelu_cuda(e->hid, NULL, (size_t)T * hidden, e->dt, e->stream));
+        SWIN_TRY(quant(e, e->hid, &w->fc2, T));
+    }
+    OP(GEMM, fc2_name, lin(e, out, e->hid, &w->fc2, residual, T, hidden, C, SWIN_ACT_NONE));
     return SWIN_OK;
 }
 
@@ -108,26 +130,27 @@ static swin_status mlp_fc1(swin_engine *e, void *out, const void *in, const swin
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
+    SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
+    SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
                                                                           d, e->dt, e->stream));
-    SWIN_TRY(mlp_fc1(e, e->hid, e->tok, &w->fc1, T, C, hidden));
-    OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, T, hidden, C, SWIN_ACT_NONE));
-    return SWIN_OK;
+    return mlp(e, x, e->tok, w, x, T, C, hidden, "fc2+residual");
 }
 
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1) */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
+    SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
+    SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    SWIN_TRY(mlp_fc1(e, e->hid, x, &w->fc1, T, C, hidden));
-    OP(GEMM, "fc2", lin(e, e->tok, e->hid, &w->fc2, NULL, T, hidden, C, SWIN_ACT_NONE));
+    SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, "fc2"));
     OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, T, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
 }
@@ -168,6 +191,8 @@ static swin_status stage_copy(swin_engine *e, int s, int B, const void *x) {
 swin_status swin_engine_enqueue_direct(swin_engine *e, int B) {
     const swin_model *m = e->m;
     int cur = 0;
+    if (e->fp8 && !e->calib_forward && !e->scale)
+        return swin_fail(SWIN_ERR_ARGUMENT, "this fp8 session has no input scales yet (swin_engine_set_fp8_scales)");
     SWIN_TRY(patch_embed(e, B));
     for (int s = 0; s < m->cfg.num_stages; s++) {
         const swin_stage_w *st = &m->w.stages[s];
@@ -318,19 +343,22 @@ static swin_status setup(swin_engine *e) {
     }
     e->arena_bytes = total;
     SWIN_TRY(swin_arena_plan(e, e->arena, &total));
-    SWIN_TRY(swin_gemm_create(&e->gemm, e->opt.precision, e->gemm_ws, e->gemm_ws_bytes));
+    SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, e->gemm_ws, e->gemm_ws_bytes));
     return swin_arena_upload(e);
 }
 
 swin_status swin_engine_create(const swin_model *m, const swin_session_options *o, swin_engine **out) {
     if (!m || !o || !out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_create: NULL argument");
     *out = NULL;
-    if ((unsigned)o->precision > SWIN_BF16)
+    if ((unsigned)o->precision > SWIN_FP8)
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown precision %d", (int)o->precision);
+    if (o->precision == SWIN_FP8 && o->calibrate)
+        return swin_fail(SWIN_ERR_ARGUMENT, "calibration runs in fp32, tf32, fp16 or bf16, not in fp8");
     if (o->attention != SWIN_ATTN_FUSED && o->attention != SWIN_ATTN_UNFUSED)
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown attention implementation %d", (int)o->attention);
     if (o->max_batch < 1) return swin_fail(SWIN_ERR_ARGUMENT, "max batch %d must be at least 1", o->max_batch);
     SWIN_TRY(pick_device(o->device_index));
+    if (o->precision == SWIN_FP8) SWIN_TRY(swin_engine_fp8_device_check(o->device_index));
     char why[256];
     if (!gpu_geometry(m, why, sizeof why))
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %s is not supported on the GPU yet (use --device cpu)",
@@ -344,6 +372,9 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
     e->opt = *o;
     e->dt = swin_precision_dtype(o->precision);
     e->dev = o->device_index;
+    e->fp8 = o->precision == SWIN_FP8;
+    e->recording = o->calibrate != 0;
+    if (o->calibrate) e->opt.graphs = 0;   /* every forward records: never captured */
     int ok = (e->graphs = calloc((size_t)o->max_batch + 1, sizeof *e->graphs)) != NULL;
     for (int s = 0; s < m->cfg.num_stages && ok; s++)
         ok = (e->w.st[s].blocks = calloc((size_t)m->w.stages[s].depth + 1, sizeof(swin_dblock))) != NULL;
@@ -369,6 +400,8 @@ void swin_engine_free(swin_engine *e) {
     if (e->owns_stream) cudaStreamDestroy(e->stream);
     for (int s = 0; s < SWIN_MAX_STAGES; s++) free(e->w.st[s].blocks);
     free(e->graphs);
+    free(e->sites);
+    free(e->scale);
     free(e);
 }
 
@@ -403,6 +436,23 @@ swin_status swin_engine_forward_stages(swin_engine *e, const float *input, int B
     if (ce != cudaSuccess)
         return swin_fail(SWIN_ERR_CUDA, "forward of batch %d with stage outputs on cuda:%d failed: %s "
                          "(SWIN_CUDA_SYNC=1 names the op)", B, e->dev, cudaGetErrorString(ce));
+    return SWIN_OK;
+}
+
+/* FP8: an un-captured forward that records the amax of every site; an fp8 engine runs it in fp16 */
+swin_status swin_engine_calibrate_forward(swin_engine *e, const float *input, int B) {
+    if (!e || !input) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_calibrate_forward: NULL argument");
+    SWIN_TRY(upload_input(e, input, B));
+    e->recording = 1;
+    e->calib_forward = e->fp8;
+    swin_status st = swin_engine_enqueue_direct(e, B);
+    e->recording = e->opt.calibrate != 0;
+    e->calib_forward = 0;
+    cudaError_t ce = cudaStreamSynchronize(e->stream);
+    if (st != SWIN_OK) return st;
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "calibration forward of batch %d on cuda:%d failed: %s", B, e->dev,
+                         cudaGetErrorString(ce));
     return SWIN_OK;
 }
 

@@ -1,0 +1,200 @@
+/* fp8.cu - FP8 (E4M3) ops (kernels/ops.h), the arithmetic of src/fp8.h on the device:
+ *   swin_amax_cuda               *amax = max(*amax, max |x|): calibration, NaN kept (it wins)
+ *   swin_quantize_fp8_cuda       q = e4m3(x * inv_scale)                  (a site's GEMM input)
+ *   swin_gelu_quantize_fp8_cuda  q = e4m3(GELU(x) * inv_scale)            (fc1 -> fc2, one pass)
+ *   swin_qdq_fp8_cuda            y = dt(e4m3(x * inv_scale) * scale), optionally after GELU
+ *                                (sites cuBLASLt cannot run in FP8: K or N not a multiple of 16)
+ *   swin_fp8_weights_cuda        per output channel: ws[n] = max |w[n,:]| / 448 (1 when 0),
+ *                                q = e4m3(w * (1 / ws[n])), from the fp32 weights; deq = dt(q * ws)
+ *   swin_scale_vec_cuda          dst[n] = src[n] * s;   swin_fill_cuda  dst[n] = v
+ * e4m3() is the hardware conversion with __NV_SATFINITE (round to nearest even, +-448 at most,
+ * NaN stays NaN), which src/fp8.c reproduces on the CPU bit for bit.
+ * Test: tests/test_gpu_kernels.c (case "fp8"), tests/test_gpu_engine.c (fp8 against the CPU emulation).
+ */
+#include <cuda_fp8.h>
+
+#include "row.cuh"
+
+static __device__ __forceinline__ unsigned char e4m3(float v) {
+    return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+
+static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
+    __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)q, __NV_E4M3);
+    return __half2float(__half(h));
+}
+
+static __device__ __forceinline__ float gelu_f(float a) { return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)); }
+
+// ---- amax: per-thread max of the bit patterns of |x| (non-negative floats order as unsigned
+// integers, and a NaN's pattern is above +inf's, so a NaN is never hidden), warp, block, atomic
+
+template <typename T>
+static __global__ void amax_kernel(float *__restrict__ amax, const T *__restrict__ x, size_t n) {
+    unsigned m = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        m = max(m, __float_as_uint(fabsf(load_f(x, i))));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    __shared__ unsigned red[32];
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        m = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0u;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (threadIdx.x == 0) atomicMax((unsigned *)amax, m);
+    }
+}
+
+extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_amax_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (n == 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n is 0", op);
+    SWIN_TRY(swin_check_ptr(op, "amax", amax, 4));
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    unsigned grid = swin_grid_for(n);
+    if (grid > 1024) grid = 1024;
+    SWIN_DISPATCH(dt, T, amax_kernel<T><<<grid, 256, 0, st>>>(amax, (const T *)x, n));
+    SWIN_LAUNCH_CHECK("amax_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- quantise (optionally after GELU): 8 elements per thread when the pointers allow
+
+template <typename T, int V, bool Gelu>
+static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *__restrict__ x, size_t packs,
+                                       float inv) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned char o[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float a = load_f(x, i * V + k);
+            if (Gelu) a = gelu_f(a);
+            o[k] = e4m3(a * inv);
+        }
+        if (V == 8) {
+            uint2 w;
+            w.x = o[0] | o[1] << 8 | o[2] << 16 | (unsigned)o[3] << 24;
+            w.y = o[4] | o[5] << 8 | o[6] << 16 | (unsigned)o[7] << 24;
+            *reinterpret_cast<uint2 *>(q + i * V) = w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; k++) q[i * V + k] = o[k];
+        }
+    }
+}
+
+template <typename T, bool Gelu>
+static swin_status quantize_launch(unsigned char *q, const T *x, size_t n, float inv, cudaStream_t st) {
+    if (n % 8 == 0 && ((uintptr_t)q & 7u) == 0)
+        quantize_kernel<T, 8, Gelu><<<swin_grid_for(n / 8), 256, 0, st>>>(q, x, n / 8, inv);
+    else
+        quantize_kernel<T, 1, Gelu><<<swin_grid_for(n), 256, 0, st>>>(q, x, n, inv);
+    SWIN_LAUNCH_CHECK("quantize_kernel", st);
+    return SWIN_OK;
+}
+
+static swin_status quantize_args(const char *op, const void *q, const void *x, size_t n, float inv, swin_dtype dt) {
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (n == 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n is 0", op);
+    if (!(inv > 0.0f) || isinf(inv)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: 1 / scale is %g", op, (double)inv);
+    SWIN_TRY(swin_check_ptr(op, "q", q, 1));
+    return swin_check_ptr(op, "x", x, swin_dtype_size(dt));
+}
+
+extern "C" swin_status swin_quantize_fp8_cuda(uint8_t *q, const void *x, size_t n, float inv_scale, swin_dtype dt,
+                                              cudaStream_t st) {
+    SWIN_TRY(quantize_args("swin_quantize_fp8_cuda", q, x, n, inv_scale, dt));
+    SWIN_DISPATCH(dt, T, return quantize_launch<T, false>(q, (const T *)x, n, inv_scale, st));
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_gelu_quantize_fp8_cuda(uint8_t *q, const void *x, size_t n, float inv_scale,
+                                                   swin_dtype dt, cudaStream_t st) {
+    SWIN_TRY(quantize_args("swin_gelu_quantize_fp8_cuda", q, x, n, inv_scale, dt));
+    SWIN_DISPATCH(dt, T, return quantize_launch<T, true>(q, (const T *)x, n, inv_scale, st));
+    return SWIN_OK;
+}
+
+// ---- quantise-dequantise into the session dtype (sites run as a 16-bit GEMM on E4M3 values)
+
+template <typename T>
+static __global__ void qdq_kernel(T *__restrict__ y, const T *__restrict__ x, size_t n, float inv, float scale,
+                                  int gelu) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float a = load_f(x, i);
+        if (gelu) a = gelu_f(a);
+        store_f(y, i, e4m3_to_f(e4m3(a * inv)) * scale);
+    }
+}
+
+extern "C" swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float scale, int gelu, swin_dtype dt,
+                                         cudaStream_t st) {
+    static const char op[] = "swin_qdq_fp8_cuda";
+    float inv = 1.0f / scale;
+    SWIN_TRY(quantize_args(op, y, x, n, inv, dt));
+    if (y == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: y aliases x", op);
+    SWIN_DISPATCH(dt, T, qdq_kernel<T><<<swin_grid_for(n), 256, 0, st>>>((T *)y, (const T *)x, n, inv, scale, gelu));
+    SWIN_LAUNCH_CHECK("qdq_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- weights: one block per output channel
+
+template <typename T>
+static __global__ void weights_kernel(unsigned char *__restrict__ q, float *__restrict__ ws, T *__restrict__ deq,
+                                      const float *__restrict__ w, int K) {
+    const float *row = w + (size_t)blockIdx.x * K;
+    float m = 0.0f;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(row[k]));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    __shared__ float red[32];
+    __shared__ float s_scale;
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int i = 1; i < (int)(blockDim.x >> 5); i++) m = fmaxf(m, red[i]);
+        m = fmaxf(m, red[0]);
+        float s = m > 0.0f ? m / 448.0f : 1.0f;
+        s_scale = s;
+        ws[blockIdx.x] = s;
+    }
+    __syncthreads();
+    float s = s_scale, inv = 1.0f / s;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        unsigned char v = e4m3(row[k] * inv);
+        q[(size_t)blockIdx.x * K + k] = v;
+        if (deq) store_f(deq, (size_t)blockIdx.x * K + k, e4m3_to_f(v) * s);
+    }
+}
+
+extern "C" swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, const float *w, int N, int K,
+                                             swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_fp8_weights_cuda";
+    if (N < 1 || K < 1) return swin_fail(SWIN_ERR_ARGUMENT, "%s: N %d and K %d must be positive", op, N, K);
+    SWIN_TRY(swin_check_dtype(op, dt));
+    SWIN_TRY(swin_check_ptr(op, "q", q, 1));
+    SWIN_TRY(swin_check_ptr(op, "ws", ws, 4));
+    SWIN_TRY(swin_check_ptr(op, "w", w, 4));
+    SWIN_DISPATCH(dt, T, weights_kernel<T><<<N, 256, 0, st>>>(q, ws, (T *)deq, w, K));
+    SWIN_LAUNCH_CHECK("weights_kernel", st);
+    return SWIN_OK;
+}
+
+// ---- small vectors
+
+static __global__ void scale_vec_kernel(float *dst, const float *src, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src ? src[i] * s : s;
+}
+
+extern "C" swin_status swin_scale_vec_cuda(float *dst, const float *src, float s, int n, cudaStream_t st) {
+    static const char op[] = "swin_scale_vec_cuda";
+    if (n < 1) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n %d", op, n);
+    SWIN_TRY(swin_check_ptr(op, "dst", dst, 4));
+    scale_vec_kernel<<<(n + 255) / 256, 256, 0, st>>>(dst, src, s, n);
+    SWIN_LAUNCH_CHECK("scale_vec_kernel", st);
+    return SWIN_OK;
+}

@@ -1,0 +1,79 @@
+/* fp8.c - the CUDA engine's FP8 sites (src/fp8.h for the arithmetic, engine.h for the API):
+ * input quantisation and the GEMM of a site, the input scales, the calibration amax.
+ *
+ * A site whose K and N are multiples of 16 runs on cuBLASLt's FP8 tensor cores
+ * (swin_linear_fp8_cuda): E4M3 weights with their per-channel scale vector wsx = ws * s (the
+ * input scale s folded in), E4M3 input with a vector of ones as its row scales. Any other site
+ * (the small test models' 8-channel stages) runs a 16-bit GEMM on the same E4M3 values: weights
+ * q * ws and input e4m3(x / s) * s rounded to fp16, which differs from the FP8 GEMM by fp16's
+ * rounding of those products (2^-11 relative), far inside E4M3's own error.
+ * Scales are baked into captured graphs (kernel arguments), so setting them drops the graphs.
+ * Test: tests/test_gpu_engine.c (fp8 against the CPU emulation), tests/cli_gpu_verify.sh.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+swin_status swin_engine_fp8_device_check(int index) {
+    struct cudaDeviceProp p;
+    SWIN_CUDA_TRY(cudaGetDeviceProperties(&p, index));
+    if (p.major * 10 + p.minor < 89)
+        return swin_fail(SWIN_ERR_UNSUPPORTED,
+                         "cuda:%d (%s) is compute capability %d.%d, which has no FP8 tensor cores: --precision "
+                         "fp8 needs 8.9 or newer (Ada, Hopper, Blackwell); use fp16 or bf16 here, or fp8 on "
+                         "--device cpu (an emulation)", index, p.name, p.major, p.minor);
+    return SWIN_OK;
+}
+
+swin_status swin_engine_quantize(swin_engine *e, const void *in, const swin_dlin *w, int M, int gelu) {
+    float s = e->scale[w->site];
+    size_t n = (size_t)M * w->K;
+    if (!swin_dlin_fp8_gemm(w)) return swin_qdq_fp8_cuda(e->q8, in, n, s, gelu, e->dt, e->stream);
+    if (gelu) return swin_gelu_quantize_fp8_cuda((uint8_t *)e->q8, in, n, 1.0f / s, e->dt, e->stream);
+    return swin_quantize_fp8_cuda((uint8_t *)e->q8, in, n, 1.0f / s, e->dt, e->stream);
+}
+
+swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, const void *residual, int M) {
+    if (!swin_dlin_fp8_gemm(w))
+        return swin_linear_cuda(out, e->q8, w->deq, w->b, residual, M, w->K, w->N, SWIN_ACT_NONE, e->gemm, e->stream);
+    return swin_linear_fp8_cuda(out, (const uint8_t *)e->q8, e->ones, w->q, w->wsx, w->b, residual, M, w->K, w->N,
+                                e->gemm, e->stream);
+}
+
+swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n) {
+    if (!e || !scale) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_set_fp8_scales: NULL argument");
+    if (!e->fp8) return swin_fail(SWIN_ERR_ARGUMENT, "FP8 scales given to a %s session", swin_precision_str(e->opt.precision));
+    if (n != e->n_sites)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%d FP8 scales for a model with %d FP8 sites", n, e->n_sites);
+    for (int i = 0; i < n; i++)
+        if (!(isfinite(scale[i]) && scale[i] > 0.0f))
+            return swin_fail(SWIN_ERR_ARGUMENT, "FP8 site %d: scale %g (expected a finite number > 0)", i,
+                             (double)scale[i]);
+    if (!e->scale && !(e->scale = malloc((size_t)(n ? n : 1) * sizeof *e->scale)))
+        return swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    memcpy(e->scale, scale, (size_t)n * sizeof *scale);
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    for (int i = 0; i < n; i++)
+        SWIN_TRY(swin_scale_vec_cuda(e->sites[i]->wsx, e->sites[i]->ws, scale[i], e->sites[i]->N, e->stream));
+    SWIN_CUDA_TRY(cudaStreamSynchronize(e->stream));
+    for (int b = 0; b <= e->opt.max_batch; b++)   /* captured with the old scales */
+        if (e->graphs[b]) {
+            cudaGraphExecDestroy(e->graphs[b]);
+            e->graphs[b] = NULL;
+        }
+    return SWIN_OK;
+}
+
+swin_status swin_engine_amax(swin_engine *e, float *amax, int n) {
+    if (!e || !amax) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_amax: NULL argument");
+    if (n != e->n_sites)
+        return swin_fail(SWIN_ERR_ARGUMENT, "amax of %d sites asked for a model with %d FP8 sites", n, e->n_sites);
+    if (n == 0) return SWIN_OK;
+    SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    SWIN_CUDA_TRY(cudaMemcpyAsync(amax, e->amax, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, e->stream));
+    SWIN_CUDA_TRY(cudaStreamSynchronize(e->stream));
+    return SWIN_OK;
+}
