@@ -10,9 +10,13 @@
  *   qkv  [Tp, 3C]     q|k|v per window token; then the proj output
  *   hid  [T, hidden]  the MLP hidden layer; also the im2col patches and the 2x2 merge gather
  *   pool [B, C_last]  the pooled features before the head
+ * The GEMMs of the FP8 sites (src/fp8.h: merge reductions, qkv, proj, fc1, fc2) go through
+ * site_linear, which records their inputs' max |x| (calibration) or runs them in emulated FP8
+ * when the caller asks (swin_forward_cpu_fp8); otherwise they are plain fp32 linears.
  * Test: tests/test_forward_cpu.c (per-stage features against timm/transformers) and
- * tests/cli_verify.sh (logits of every tests/data/ref_* fixture).
+ * tests/cli_verify.sh (logits of every tests/data/ref_* fixture); tests/test_fp8.c, tests/cli_fp8.sh.
  */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -74,40 +78,74 @@ swin_dims swin_block_dims(const swin_model *m, int stage, int block, int B) {
     return d;
 }
 
+size_t swin_forward_cpu_xq_floats(const swin_model *m, int B) {
+    size_t most = 0;
+    for (int i = 0; i < m->cfg.num_stages; i++) {
+        const swin_stage_w *st = &m->w.stages[i];
+        size_t T = (size_t)B * st->res_h * st->res_w, Tp = (size_t)B * st->hp * st->wp;
+        size_t in[] = {st->has_merge ? T * 4 * m->w.stages[i - 1].dim : 0,   /* reduction */
+                       Tp * st->dim, T * st->dim, T * st->hidden};           /* qkv, proj; fc1; fc2 */
+        for (int k = 0; k < 4; k++)
+            if (in[k] > most) most = in[k];
+    }
+    return most;
+}
+
+// ---- the FP8 sites (fp8.h): every GEMM of a site goes through site_linear, in forward order
+
+typedef struct {
+    const swin_fp8_forward *fp8;   /* NULL: plain fp32 */
+    int next;                      /* the site the next site_linear call runs */
+} fp8_sites;
+
+/* fp32 as swin_linear_cpu, recording the input's max |x| when calibrating; or the FP8 GEMM */
+static void site_linear(fp8_sites *q, float *out, const float *in, const swin_linear_w *w, const float *residual,
+                        int M, int K, int N, swin_act act) {
+    const swin_fp8_forward *f = q->fp8;
+    int i = q->next++;
+    if (f && f->amax) {
+        float a = swin_absmax_cpu(in, (size_t)M * K);
+        if (a > f->amax[i] || isnan(a)) f->amax[i] = a;   /* a NaN is kept: the scales file refuses it */
+    }
+    if (f && f->sites) swin_linear_fp8_cpu(out, in, &f->sites[i], residual, M, K, N, act, f->xq);
+    else swin_linear_cpu(out, in, w, residual, M, K, N, act);
+}
+
 // ---- one block: x [B, res_h, res_w, C] updated in place; attention over the padded windows
 // (Tp tokens, padding included), the MLP over the T image tokens
 
-static void block_v1(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s) {
+static void block_v1(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s, fp8_sites *q) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_ln_shift_partition_cpu(s->win, s->x, &w->norm1, d);
-    swin_linear_cpu(s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
+    site_linear(q, s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
     swin_window_attention_cpu(s->win, s->qkv, w->bias_table, w->attn_scale, d);
-    swin_linear_cpu(s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
+    site_linear(q, s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
     swin_window_reverse_residual_ln_cpu(s->x, s->win, s->qkv, &w->norm2, d);
-    swin_linear_cpu(s->hid, s->win, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU);
-    swin_linear_cpu(s->x, s->hid, &w->fc2, s->x, T, hidden, C, SWIN_ACT_NONE);
+    site_linear(q, s->hid, s->win, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU);
+    site_linear(q, s->x, s->hid, &w->fc2, s->x, T, hidden, C, SWIN_ACT_NONE);
 }
 
-static void block_v2(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s) {
+static void block_v2(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s, fp8_sites *q) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_ln_shift_partition_cpu(s->win, s->x, NULL, d);
-    swin_linear_cpu(s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
+    site_linear(q, s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
     swin_window_attention_cpu(s->win, s->qkv, w->bias_table, w->attn_scale, d);
-    swin_linear_cpu(s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
+    site_linear(q, s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
     swin_window_reverse_residual_cpu(s->x, s->qkv, &w->norm1, d);
-    swin_linear_cpu(s->hid, s->x, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU);
-    swin_linear_cpu(s->win, s->hid, &w->fc2, NULL, T, hidden, C, SWIN_ACT_NONE);
+    site_linear(q, s->hid, s->x, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU);
+    site_linear(q, s->win, s->hid, &w->fc2, NULL, T, hidden, C, SWIN_ACT_NONE);
     swin_layernorm_residual_cpu(s->x, s->win, &w->norm2, T, C, d->eps);
 }
 
 // ---- the model
 
-void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *m, int B, float *scratch,
-                             float *const *stage_out) {
+void swin_forward_cpu_fp8(float *logits, const float *img, const swin_model *m, int B, float *scratch,
+                          float *const *stage_out, const swin_fp8_forward *fp8) {
     const swin_config *c = &m->cfg;
     const swin_weights *w = &m->w;
     cpu_scratch s;
     carve(m, B, (char *)scratch, &s);
+    fp8_sites q = {fp8, 0};
 
     // patch embedding: im2col -> linear -> LayerNorm (-> + absolute position)
     const swin_stage_w *first = &w->stages[0];
@@ -124,13 +162,13 @@ void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *
             int in_C = prev->dim, T = B * st->res_h * st->res_w;
             swin_merge_gather_cpu(s.hid, s.x, c->version == 1 ? &st->merge.norm : NULL, B, prev->res_h,
                                   prev->res_w, in_C, c->ln_eps);
-            swin_linear_cpu(s.x, s.hid, &st->merge.reduction, NULL, T, 4 * in_C, st->dim, SWIN_ACT_NONE);
+            site_linear(&q, s.x, s.hid, &st->merge.reduction, NULL, T, 4 * in_C, st->dim, SWIN_ACT_NONE);
             if (c->version == 2) swin_layernorm_cpu(s.x, s.x, &st->merge.norm, T, st->dim, c->ln_eps);
         }
         for (int bi = 0; bi < st->depth; bi++) {
             swin_dims d = swin_block_dims(m, si, bi, B);
-            if (c->version == 1) block_v1(&st->blocks[bi], &d, st->hidden, &s);
-            else block_v2(&st->blocks[bi], &d, st->hidden, &s);
+            if (c->version == 1) block_v1(&st->blocks[bi], &d, st->hidden, &s, &q);
+            else block_v2(&st->blocks[bi], &d, st->hidden, &s, &q);
         }
         if (stage_out && stage_out[si])
             memcpy(stage_out[si], s.x, sizeof(float) * (size_t)B * st->res_h * st->res_w * st->dim);
@@ -140,6 +178,11 @@ void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *
     const swin_stage_w *last = &w->stages[c->num_stages - 1];
     swin_ln_pool_cpu(s.pool, s.x, &w->norm, B, last->res_h * last->res_w, last->dim, c->ln_eps);
     swin_linear_cpu(logits, s.pool, &w->head, NULL, B, last->dim, c->num_classes, SWIN_ACT_NONE);
+}
+
+void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *m, int B, float *scratch,
+                             float *const *stage_out) {
+    swin_forward_cpu_fp8(logits, img, m, B, scratch, stage_out, NULL);
 }
 
 void swin_forward_cpu(float *logits, const float *img, const swin_model *m, int B, float *scratch) {

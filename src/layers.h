@@ -115,6 +115,34 @@ void swin_merge_gather_cpu(float *out, const float *x, const swin_ln_w *ln, int 
 /* out [B, C] <- mean over L tokens of LN(x [B, L, C]) */
 void swin_ln_pool_cpu(float *out, const float *x, const swin_ln_w *ln, int B, int L, int C, float eps);
 
+/* ---- FP8 GEMM sites (src/fp8.h), emulated in fp32 */
+/* One site's weights quantised per output channel (swin_fp8_quantize_weights), decoded to float,
+ * and its input scale. */
+typedef struct {
+    const float *wq;   /* [N, K] the E4M3 values of w[n, k] / ws[n], as floats */
+    const float *ws;   /* [N] per output channel weight scales */
+    const float *b;    /* [N] the model's bias, or NULL */
+    float s;           /* the input scale (scales file) */
+} swin_fp8_linear_w;
+/* out [M, N] = act((sum_k xq[m, k] * wq[n, k]) * s * ws[n] + b[n]) (+ residual [M, N], may alias
+ * out), xq = e4m3(in [M, K] * (1 / s)): fp8.h's arithmetic. The products of two E4M3 values are
+ * exact in fp32; their sum is taken in double and rounded once to fp32 (an fp32 accumulator, as
+ * the GPU's, differs by about K 2^-24 relative, far below E4M3's 2^-4). xq [M, K] is scratch. */
+void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w, const float *residual,
+                         int M, int K, int N, swin_act act, float *xq);
+/* max |x| over n values (NaN when one is NaN) */
+float swin_absmax_cpu(const float *x, size_t n);
+
+/* What a forward does at the FP8 sites, numbered as swin_fp8_sites (NULL: plain fp32):
+ * amax != NULL records the running max |input| of each site (calibration, fp32 GEMMs);
+ * sites != NULL runs each site with swin_linear_fp8_cpu (the emulation), xq its scratch
+ * (swin_forward_cpu_xq_floats). */
+typedef struct {
+    float *amax;                      /* [sites] or NULL */
+    const swin_fp8_linear_w *sites;   /* [sites] or NULL */
+    float *xq;
+} swin_fp8_forward;
+
 /* ---- whole-model reference forward */
 /* Scratch floats needed by swin_forward_cpu for a batch. */
 size_t swin_forward_cpu_scratch(const swin_model *m, int B);
@@ -124,6 +152,12 @@ void swin_forward_cpu(float *logits, const float *img, const swin_model *m, int 
  * stage_out[s] where stage_out[s] != NULL (stage_out may be NULL): localises a mismatch. */
 void swin_forward_cpu_stages(float *logits, const float *img, const swin_model *m, int B, float *scratch,
                              float *const *stage_out);
+
+/* The same with FP8 sites (fp8 NULL: swin_forward_cpu_stages). */
+void swin_forward_cpu_fp8(float *logits, const float *img, const swin_model *m, int B, float *scratch,
+                          float *const *stage_out, const swin_fp8_forward *fp8);
+/* Floats of the emulation's xq scratch for a batch: the largest site input [M, K]. */
+size_t swin_forward_cpu_xq_floats(const swin_model *m, int B);
 
 /* geometry of block b in stage s for batch B */
 swin_dims swin_block_dims(const swin_model *m, int stage, int block, int B);

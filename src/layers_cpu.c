@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fp8.h"
 #include "layers.h"
 
 // ---- generic
@@ -43,6 +44,36 @@ void swin_linear_cpu(float *out, const float *in, const swin_linear_w *w, const 
             out[(size_t)m * N + n] = y;
         }
     }
+}
+
+void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w, const float *residual,
+                         int M, int K, int N, swin_act act, float *xq) {
+    float inv_s = 1.0f / w->s;
+    #pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            xq[(size_t)m * K + k] = swin_e4m3_to_float(swin_e4m3_from_float(in[(size_t)m * K + k] * inv_s));
+    #pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++) {
+        const float *x = xq + (size_t)m * K;
+        for (int n = 0; n < N; n++) {
+            float acc = (float)dot(x, w->wq + (size_t)n * K, K);
+            float y = acc * w->s * w->ws[n];
+            if (w->b) y += w->b[n];
+            if (act == SWIN_ACT_GELU) y = gelu_erf(y);
+            if (residual) y += residual[(size_t)m * N + n];
+            out[(size_t)m * N + n] = y;
+        }
+    }
+}
+
+float swin_absmax_cpu(const float *x, size_t n) {
+    float a = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i])) return NAN;
+        a = fmaxf(a, fabsf(x[i]));
+    }
+    return a;
 }
 
 /* Statistics of one row of C values: mean and 1/sqrt(biased var + eps). */

@@ -1,4 +1,8 @@
-/* session.c - a session runs a model on one device: the CPU reference or the CUDA engine. */
+/* session.c - a session runs a model on one device: the CPU reference or the CUDA engine.
+ * FP8 (src/fp8.h): a CPU session in SWIN_FP8 runs the reference with emulated FP8 sites, a CUDA
+ * one gives the engine its input scales; either way from options.fp8_scales or, without it, from
+ * the default calibration on random images. A calibrating session (options.calibrate) records
+ * every site's max |input| (CPU: here; CUDA: the engine) for swin_session_save_scales. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +10,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "fp8_session.h"
 #include "internal.h"
 #include "layers.h"
 #include "preprocess.h"
@@ -20,6 +25,11 @@ struct swin_session {
     int in_flight;           /* a *_begin awaits swin_forward_end */
     int on_engine;           /* ... and the engine runs it (else it is done: done_timing) */
     swin_images_timing done_timing;
+    /* FP8 sites (fp8.h) */
+    int n_sites;
+    int calibrated;          /* images forwarded by a calibrating session */
+    swin_fp8_forward fp8;    /* CPU: amax (calibrate) or sites (SWIN_FP8) for every forward */
+    size_t fp8_bytes;        /* CPU SWIN_FP8: the quantised weights and their scratch */
 };
 
 swin_session_options swin_session_options_default(void) {
@@ -47,26 +57,68 @@ swin_status swin_cuda_device_count(int *count) {
 #endif
 }
 
+// ---- FP8: the input scales (fp8_session.c)
+
+/* the CPU's recording forward for the default calibration: fp32, amax per site */
+static swin_status cpu_record(void *ctx, const float *x, int n, float *amax) {
+    swin_session *s = ctx;
+    float *logits = malloc(sizeof(float) * (size_t)s->model->cfg.num_classes * n);
+    if (!logits) return swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 calibration");
+    swin_fp8_forward record = {amax, NULL, NULL};
+    swin_forward_cpu_fp8(logits, x, s->model, n, s->scratch, NULL, &record);
+    free(logits);
+    return SWIN_OK;
+}
+
+/* An SWIN_FP8 session's input scales, then its device's part: the engine's scales, or the CPU's
+ * quantised weights. */
+static swin_status fp8_setup(swin_session *s) {
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) return swin_fp8_engine_setup(s->engine, s->model, &s->opt);
+#endif
+    float *scale = calloc((size_t)s->n_sites + 1, sizeof(float));
+    if (!scale) return swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 scales");
+    swin_status st = swin_fp8_input_scales(s->model, &s->opt, cpu_record, s, scale);
+    if (st == SWIN_OK) st = swin_fp8_emulation_create(s->model, s->opt.max_batch, scale, &s->fp8, &s->fp8_bytes);
+    free(scale);
+    return st;
+}
+
+static swin_status check_fp8_options(const swin_session_options *o) {
+    if (o->calibrate && o->precision == SWIN_FP8)
+        return swin_fail(SWIN_ERR_ARGUMENT, "a calibrating session records the inputs of the FP8 GEMMs in higher "
+                         "precision: calibrate in fp32 (or fp16/bf16/tf32 on the GPU), not fp8");
+    if (o->fp8_scales && o->precision != SWIN_FP8)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: a scales file is for precision fp8, the session runs in %s",
+                         o->fp8_scales, swin_precision_str(o->precision));
+    return SWIN_OK;
+}
+
+// ---- sessions
+
 swin_status swin_session_create(const swin_model *m, const swin_session_options *o, swin_session **out) {
     if (!m || !o || !out) return swin_fail(SWIN_ERR_ARGUMENT, "swin_session_create: NULL argument");
     *out = NULL;
     if (o->max_batch < 1 || o->max_batch > 65536)
         return swin_fail(SWIN_ERR_ARGUMENT, "max batch %d out of range [1, 65536]", o->max_batch);
+    SWIN_TRY(check_fp8_options(o));
     swin_session *s = calloc(1, sizeof *s);
     if (!s) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
     s->model = m;
     s->opt = *o;
+    s->n_sites = swin_fp8_sites(m, NULL);
     if (o->device == SWIN_DEVICE_CPU) {
-        if (o->precision != SWIN_FP32) {
+        if (o->precision != SWIN_FP32 && o->precision != SWIN_FP8) {
             free(s);
-            return swin_fail(SWIN_ERR_UNSUPPORTED, "the CPU reference runs in fp32 only (asked for %s)",
-                             swin_precision_str(o->precision));
+            return swin_fail(SWIN_ERR_UNSUPPORTED, "the CPU reference runs in fp32 only, or fp8 as an emulation "
+                             "(asked for %s)", swin_precision_str(o->precision));
         }
         s->scratch_floats = swin_forward_cpu_scratch(m, o->max_batch);
         s->scratch = malloc(s->scratch_floats * sizeof(float));
-        if (!s->scratch) {
+        if (o->calibrate) s->fp8.amax = calloc((size_t)s->n_sites + 1, sizeof(float));
+        if (!s->scratch || (o->calibrate && !s->fp8.amax)) {
             size_t mb = s->scratch_floats * sizeof(float) >> 20;
-            free(s);
+            swin_session_free(s);
             return swin_fail(SWIN_ERR_MEMORY, "cannot allocate %zu MB of CPU activations for batch %d",
                              mb, o->max_batch);
         }
@@ -79,6 +131,10 @@ swin_status swin_session_create(const swin_model *m, const swin_session_options 
         return swin_fail(SWIN_ERR_NO_DEVICE, NO_CUDA);
 #endif
     }
+    if (o->precision == SWIN_FP8) {
+        swin_status st = fp8_setup(s);
+        if (st != SWIN_OK) { swin_session_free(s); return st; }
+    }
     *out = s;
     return SWIN_OK;
 }
@@ -90,7 +146,45 @@ void swin_session_free(swin_session *s) {
 #endif
     free(s->scratch);
     free(s->images_in);
+    free(s->fp8.amax);
+    swin_fp8_emulation_free(&s->fp8);
     free(s);
+}
+
+// ---- calibration
+
+/* after a forward of n images that succeeded (st) */
+static swin_status counted(swin_session *s, int n, swin_status st) {
+    if (st == SWIN_OK && s->opt.calibrate) s->calibrated += n;
+    return st;
+}
+
+int swin_session_calibrated_images(const swin_session *s) { return s ? s->calibrated : 0; }
+
+swin_status swin_session_save_scales(const swin_session *s, const char *path, float margin, const char *source) {
+    if (!s || !path || !source) return swin_fail(SWIN_ERR_ARGUMENT, "swin_session_save_scales: NULL argument");
+    if (!s->opt.calibrate)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the session does not calibrate (options.calibrate = 0)", path);
+    if (s->calibrated == 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the session has forwarded no image yet: nothing to calibrate on", path);
+#ifdef SWIN_HAVE_CUDA
+    if (s->engine) {
+        float *amax = calloc((size_t)s->n_sites + 1, sizeof(float));
+        if (!amax) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
+        swin_status st = swin_engine_amax(s->engine, amax, s->n_sites);
+        if (st == SWIN_OK) st = swin_fp8_scales_write(s->model, path, amax, margin, source, s->calibrated);
+        free(amax);
+        return st;
+    }
+#endif
+    return swin_fp8_scales_write(s->model, path, s->fp8.amax, margin, source, s->calibrated);
+}
+
+/* the CPU forward of every entry point, with the session's FP8 sites (calibration or emulation) */
+static void cpu_forward(swin_session *s, const float *input, int n, float *logits, float *const *stage_out) {
+    int fp8 = s->fp8.amax || s->fp8.sites;
+    swin_forward_cpu_fp8(logits, input, s->model, n, s->scratch, stage_out, fp8 ? &s->fp8 : NULL);
+    counted(s, n, SWIN_OK);
 }
 
 const swin_session_options *swin_session_get_options(const swin_session *s) { return s ? &s->opt : NULL; }
@@ -102,9 +196,9 @@ swin_status swin_forward(swin_session *s, const float *input, int batch, float *
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d out of range [1, %d] (the session's max batch)",
                          batch, s->opt.max_batch);
 #ifdef SWIN_HAVE_CUDA
-    if (s->engine) return swin_engine_forward(s->engine, input, batch, logits);
+    if (s->engine) return counted(s, batch, swin_engine_forward(s->engine, input, batch, logits));
 #endif
-    swin_forward_cpu(logits, input, s->model, batch, s->scratch);
+    cpu_forward(s, input, batch, logits, NULL);
     return SWIN_OK;
 }
 
@@ -130,10 +224,10 @@ swin_status swin_forward_stages(swin_session *s, const float *input, int batch, 
 #ifdef SWIN_HAVE_CUDA
     if (s->engine) {
         SWIN_TRY(swin_engine_forward(s->engine, input, batch, logits));   /* graphs as configured */
-        return swin_engine_forward_stages(s->engine, input, batch, stage_out);
+        return counted(s, batch, swin_engine_forward_stages(s->engine, input, batch, stage_out));
     }
 #endif
-    swin_forward_cpu_stages(logits, input, s->model, batch, s->scratch, stage_out);
+    cpu_forward(s, input, batch, logits, stage_out);
     return SWIN_OK;
 }
 
@@ -142,8 +236,12 @@ swin_status swin_session_describe(const swin_session *s, char *buf, size_t size)
 #ifdef SWIN_HAVE_CUDA
     if (s->engine) return swin_engine_describe(s->engine, buf, size);
 #endif
-    snprintf(buf, size, "device cpu, fp32, max batch %d\n  activations  %12zu bytes\n",
-             s->opt.max_batch, s->scratch_floats * sizeof(float));
+    int n = snprintf(buf, size, "device cpu, %s%s, max batch %d\n  activations  %12zu bytes\n",
+                     swin_precision_str(s->opt.precision), s->fp8.sites ? " (emulated)" : "", s->opt.max_batch,
+                     s->scratch_floats * sizeof(float));
+    if (s->fp8.sites && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "  fp8 weights  %12zu bytes (%d sites, decoded to fp32, and their input "
+                 "scratch)\n", s->fp8_bytes, s->n_sites);
     return SWIN_OK;
 }
 
@@ -197,7 +295,7 @@ swin_status swin_forward_images(swin_session *s, const swin_preprocess_params *p
         if (!s->engine)
             return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
 #ifdef SWIN_HAVE_CUDA
-        return swin_engine_forward_images(s->engine, p, imgs, n, logits, timing);
+        return counted(s, n, swin_engine_forward_images(s->engine, p, imgs, n, logits, timing));
 #endif
     }
     if (where != SWIN_PRE_DEVICE_CPU)
@@ -237,7 +335,7 @@ swin_status swin_forward_images_begin(swin_session *s, const swin_preprocess_par
         where = s->engine && c->img_h == c->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
 #ifdef SWIN_HAVE_CUDA
     if (s->engine && where == SWIN_PRE_DEVICE_GPU)
-        return begun(s, swin_engine_begin_images(s->engine, p, imgs, on_device, n, pad_to, logits), 1);
+        return begun(s, counted(s, n, swin_engine_begin_images(s->engine, p, imgs, on_device, n, pad_to, logits)), 1);
 #endif
     if (on_device)
         for (int i = 0; i < n; i++)
@@ -251,10 +349,10 @@ swin_status swin_forward_input_begin(swin_session *s, const float *input, int n,
     SWIN_TRY(begin_check(s, n, pad_to, logits));
     if (!input) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_input_begin: NULL input");
 #ifdef SWIN_HAVE_CUDA
-    if (s->engine) return begun(s, swin_engine_begin_input(s->engine, input, n, pad_to, logits), 1);
+    if (s->engine) return begun(s, counted(s, n, swin_engine_begin_input(s->engine, input, n, pad_to, logits)), 1);
 #endif
     double t0 = now_ms();
-    swin_forward_cpu(logits, input, s->model, n, s->scratch);
+    cpu_forward(s, input, n, logits, NULL);
     s->done_timing = (swin_images_timing){0.0, 0.0, now_ms() - t0};
     return begun(s, SWIN_OK, 0);
 }
@@ -276,7 +374,7 @@ swin_status swin_forward_images_on(swin_session *s, const swin_preprocess_params
     if (!s || !p || !imgs || !logits) return swin_fail(SWIN_ERR_ARGUMENT, "swin_forward_images_on: NULL argument");
 #ifdef SWIN_HAVE_CUDA
     if (s->engine) /* the engine checks the batch against its max batch */
-        return swin_engine_forward_images_on(s->engine, p, imgs, on_device, n, logits, timing);
+        return counted(s, n, swin_engine_forward_images_on(s->engine, p, imgs, on_device, n, logits, timing));
 #endif
     return swin_fail(SWIN_ERR_ARGUMENT, "images in device memory need a CUDA session (this one runs on the CPU)");
 }

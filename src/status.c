@@ -85,14 +85,15 @@ const char *swin_precision_str(swin_precision p) {
     case SWIN_TF32: return "tf32";
     case SWIN_FP16: return "fp16";
     case SWIN_BF16: return "bf16";
+    case SWIN_FP8: return "fp8";
     }
     return "?";
 }
 
 swin_status swin_precision_parse(const char *s, swin_precision *out) {
-    static const char *names[] = {"fp32", "tf32", "fp16", "bf16"};
-    for (int i = 0; i < 4; i++)
+    static const char *names[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};   /* in enum order */
+    for (int i = 0; i < 5; i++)
         if (s && strcmp(s, names[i]) == 0) { *out = (swin_precision)i; return SWIN_OK; }
-    return swin_fail(SWIN_ERR_ARGUMENT, "unknown precision '%s' (expected fp32, tf32, fp16 or bf16)",
+    return swin_fail(SWIN_ERR_ARGUMENT, "unknown precision '%s' (expected fp32, tf32, fp16, bf16 or fp8)",
                      s ? s : "");
 }

@@ -91,7 +91,7 @@ usage "unknown flag" "unknown option '--bogus'" --bogus
 usage "missing value" "--model needs a value" --model
 usage "bad batch" "bad --batch '0'" --arch swin_tiny_patch4_window7_224 --batch 0
 usage "bad device" "bad --device 'tpu'" --device tpu
-usage "bad precision" "unknown precision 'fp8'" --precision fp8
+usage "bad precision" "unknown precision 'fp4'" --precision fp4
 usage "unknown arch" "unknown architecture 'swin_nano'" --arch swin_nano
 usage "missing model" "no such file or directory" --model "$tmp/nowhere"
 usage "bad --img-size" "bad --img-size '224x'" --img-size 224x

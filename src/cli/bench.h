@@ -21,6 +21,7 @@ typedef struct {
     int graphs, iters, warmup, breakdown, json;
     int img_h, img_w;   /* --img-size, 0: the config's */
     int batches[MAX_BATCHES], n_batches;
+    const char *scales;          /* --scales: the FP8 scales file (fp8 only) */
 } bench_args;
 
 typedef struct { double median, p10, p90; } bench_stats;
@@ -31,6 +32,11 @@ bench_stats bench_summarise(float *ms, int n);
 void bench_json_str(const char *s);
 /* the engine options of the flags: CUDA on a->device_index, max batch the largest of --batch */
 swin_session_options bench_options(const bench_args *a);
+#ifdef SWIN_HAVE_CUDA
+/* swin_engine_create, and for fp8 the input scales as a session sets them (--scales, or the
+ * default calibration); prints nothing. */
+swin_status bench_engine_create(const swin_model *m, const swin_session_options *o, swin_engine **out);
+#endif
 /* n deterministic input values in [-2, 2) (malloc'ed; NULL when out of memory) */
 float *bench_input(size_t n);
 

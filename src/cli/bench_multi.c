@@ -157,7 +157,7 @@ int bench_multi(const bench_args *a, const swin_model *m, const char *source, co
         g[k].gpu = o.device_index = gpus[k];
         snprintf(g[k].name, sizeof g[k].name, "?");
         swin_cuda_device_info(gpus[k], g[k].name, sizeof g[k].name, &drv, &rt);
-        swin_status st = swin_engine_create(m, &o, &g[k].e);
+        swin_status st = bench_engine_create(m, &o, &g[k].e);
         if (st != SWIN_OK) {
             fprintf(stderr, "swin %s: %s\n", CMD, swin_last_error());
             rc = st == SWIN_ERR_NO_DEVICE ? EXIT_USAGE : EXIT_FAILED;

@@ -23,6 +23,7 @@ typedef struct {
     swin_decoder decoder;
     cli_devices dev;
     swin_precision precision;
+    const char *scales;          /* --scales: the FP8 scales file (fp8 only) */
 } classify_args;
 
 typedef struct {

@@ -24,6 +24,7 @@ static int open_sessions(const classify_args *a, classify_job *j) {
     swin_session_options so = swin_session_options_default();
     so.device = a->dev.device;
     so.precision = a->precision;
+    so.fp8_scales = a->scales;
     so.max_batch = j->batch;
     for (int g = 0; g < j->n_sess; g++) {
         so.device_index = j->gpus[g];

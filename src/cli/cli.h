@@ -16,6 +16,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_preprocess(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* 1 when arg is the short or the long spelling of a flag (short may be NULL) */
 static inline int cli_flag(const char *arg, const char *short_name, const char *long_name) {

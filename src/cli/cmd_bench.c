@@ -19,6 +19,7 @@
 
 #include "bench.h"
 #include "config.h"
+#include "fp8_session.h"
 
 #define DEFAULT_ARCH "swin_tiny_patch4_window7_224"
 
@@ -30,7 +31,10 @@ static void usage(FILE *f) {
             "  -a, --arch NAME         architecture preset (default " DEFAULT_ARCH ")\n"
             "  -d, --device DEV        cuda, cuda:N, or several GPUs at once: cuda:N,M,... or\n"
             "                          cuda:all (per-GPU and total img/s; default cuda)\n"
-            "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp16)\n"
+            "  -p, --precision P       fp32, tf32, fp16, bf16 or fp8 (default fp16; fp8: compute\n"
+            "                          capability 8.9 or newer)\n"
+            "      --scales FILE       fp8: the input scales (`swin calibrate`; default: calibrated on\n"
+            "                          random images, with a warning)\n"
             "  -b, --batch LIST        comma-separated batch sizes (default 1,8,64,256)\n"
             "      --attention IMPL    fused or unfused (default fused); the other is measured too\n"
             "      --graphs on|off     CUDA graphs (default on)\n"
@@ -102,7 +106,8 @@ static int parse(int argc, char **argv, bench_args *a) {
         } else if (!strcmp(f, "--warmup")) {
             VALUE();
             if (cli_parse_int(v, 0, 1000000, &a->warmup)) return cli_usage_error(CMD, "bad --warmup '%s'", v);
-        } else if (!strcmp(f, "--breakdown")) a->breakdown = 1;
+        } else if (!strcmp(f, "--scales")) { VALUE(); a->scales = v; }
+        else if (!strcmp(f, "--breakdown")) a->breakdown = 1;
         else if (!strcmp(f, "--img-size")) {
             VALUE();
             if (cli_parse_size(v, &a->img_h, &a->img_w))
@@ -111,6 +116,8 @@ static int parse(int argc, char **argv, bench_args *a) {
         else return cli_usage_error(CMD, "unknown option '%s' (try swin bench --help)", f);
 #undef VALUE
     }
+    if (a->scales && a->precision != SWIN_FP8)
+        return cli_usage_error(CMD, "--scales is for --precision fp8 (the precision is %s)", swin_precision_str(a->precision));
     return 0;
 }
 
@@ -140,6 +147,12 @@ void bench_json_str(const char *s) {
     putchar('"');
 }
 
+/* the default FP8 calibration warns once per process, not once per engine */
+static void warn_once(const char *msg, void *user) {
+    static int warned;
+    if (!warned++) fprintf(stderr, "warning: %s\n", msg);
+}
+
 swin_session_options bench_options(const bench_args *a) {
     swin_session_options o = swin_session_options_default();
     o.device = SWIN_DEVICE_CUDA;
@@ -147,6 +160,8 @@ swin_session_options bench_options(const bench_args *a) {
     o.precision = a->precision;
     o.attention = a->attention;
     o.graphs = a->graphs;
+    o.fp8_scales = a->scales;
+    o.warn = warn_once;
     o.max_batch = 1;
     for (int i = 0; i < a->n_batches; i++) if (a->batches[i] > o.max_batch) o.max_batch = a->batches[i];
     return o;
@@ -170,6 +185,15 @@ int cmd_bench(int argc, char **argv) {
     return cli_usage_error(CMD, "this swin was built without CUDA; bench needs a GPU");
 }
 #else
+
+swin_status bench_engine_create(const swin_model *m, const swin_session_options *o, swin_engine **out) {
+    swin_status st = swin_engine_create(m, o, out);
+    if (st == SWIN_OK && o->precision == SWIN_FP8 && (st = swin_fp8_engine_setup(*out, m, o)) != SWIN_OK) {
+        swin_engine_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
 
 #define TRY(expr)                              \
     do {                                       \
@@ -309,7 +333,7 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     swin_engine *eng[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         o.attention = k == 0 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
-        swin_status st = swin_engine_create(m, &o, &eng[k]);
+        swin_status st = bench_engine_create(m, &o, &eng[k]);
         if (st != SWIN_OK) {
             fprintf(stderr, "swin bench: %s\n", swin_last_error());
             swin_engine_free(eng[0]);

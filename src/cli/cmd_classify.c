@@ -56,7 +56,10 @@ static void usage(FILE *f) {
             "      --preprocess STYLE  timm or hf (default: the model's own)\n"
             "  -d, --device DEV        cpu, cuda, cuda:N, several GPUs cuda:N,M,... or every GPU\n"
             "                          cuda:all (default cpu); under MPI see the README\n"
-            "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32 on cpu, fp16 on cuda)\n"
+            "  -p, --precision P       fp32, tf32, fp16, bf16 or fp8 (default fp32 on cpu, fp16 on cuda;\n"
+            "                          cpu: fp32, or fp8 emulated; README \"FP8\")\n"
+            "      --scales FILE       fp8: the input scales (`swin calibrate`; default: calibrated on\n"
+            "                          random images, with a warning)\n"
             "  -l, --list FILE         read image paths from FILE, one per line ('-': stdin)\n"
             "  -t, --threads N         decoder threads (default: the number of cores; under MPI\n"
             "                          shared among the ranks of a node)\n"
@@ -143,7 +146,10 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         } else if (cli_flag(f, "-p", "--precision")) {
             VALUE();
             if (swin_precision_parse(v, &a->precision) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --precision '%s' (expected fp32, tf32, fp16 or bf16)", v);
+                return cli_usage_error(CMD, "bad --precision '%s' (expected fp32, tf32, fp16, bf16 or fp8)", v);
+        } else if (!strcmp(f, "--scales")) {
+            VALUE();
+            a->scales = v;
         } else if (!strcmp(f, "--")) {
             while (++i < argc) inputs[(*n_inputs)++] = argv[i];
         } else if (f[0] == '-' && f[1]) {
@@ -154,6 +160,8 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
 #undef VALUE
     }
     if ((int)a->precision < 0) a->precision = a->dev.device == SWIN_DEVICE_CUDA ? SWIN_FP16 : SWIN_FP32;
+    if (a->scales && a->precision != SWIN_FP8)
+        return cli_usage_error(CMD, "--scales is for --precision fp8 (the precision is %s)", swin_precision_str(a->precision));
     if (!a->model) a->model = cli_default_model();
     if (a->list && *n_inputs) return cli_usage_error(CMD, "give images either as arguments or with --list, not both");
     if (!a->list && !*n_inputs) return cli_usage_error(CMD, "no images given (try swin classify --help)");

@@ -36,8 +36,8 @@ static void usage(FILE *f) {
             "  -a, --arch NAME         architecture preset; alone, describes the preset\n"
             "  -d, --device DEV        cpu, cuda or cuda:N (default cpu: no session plan)\n"
             "  -b, --batch N           max batch of the session plan (default 1)\n"
-            "  -p, --precision P       fp32, tf32, fp16 or bf16 for the session plan (default fp16 on\n"
-            "                          cuda)\n"
+            "  -p, --precision P       fp32, tf32, fp16, bf16 or fp8 for the session plan (default\n"
+            "                          fp16 on cuda)\n"
             CLI_IMG_SIZE_HELP
             "      --json              one JSON object on stdout\n"
             "  -h, --help              this help\n"

@@ -9,7 +9,7 @@
  * reference holds is compared too, one line each, so that a mismatch names the first stage that
  * diverges.
  * PASS needs max|d|/max|ref| <= tolerance for the logits AND the same top-1 class for every
- * sample; in fp32 every stage compared must be within the tolerance too. In tf32/fp16/bf16 the
+ * sample; in fp32 every stage compared must be within the tolerance too. In tf32/fp16/bf16/fp8 the
  * stage errors locate a divergence but do not decide: rounding errors of a 16-bit residual
  * stream grow through the blocks (V2's post-norm residuals most) and are normalised away by the
  * final LayerNorm, so a stage can be further from the reference than the logits. A stage over
@@ -28,18 +28,28 @@
 #define CMD "verify"
 
 typedef struct {
-    const char *model, *reference, *arch;
+    const char *model, *reference, *arch, *scales;
     swin_session_options so;
     float tolerance;     /* <= 0: from the precision */
     int json;
     int img_h, img_w;    /* --img-size, 0: the config's */
 } verify_args;
 
+/* fp8: three standard deviations of one E4M3 GEMM's relative error. Both operands of every product
+ * are rounded to E4M3 (unit roundoff u = 2^-4), so each product is off by at most 2u, and the
+ * K products add with random signs: the dot product's relative error is about that of one term,
+ * 2u / sqrt(3) (uniform in +-2u) = 0.072. The residual stream and the LayerNorms keep the logits'
+ * relative error at the order of one site's (README "FP8": the derivation and the fixtures'
+ * measured errors, 0.03 to 0.18), so 3 x 2u / sqrt(3) = 2 sqrt(3) u = 0.22. The 16-bit rule
+ * (8 to 10 u) would give 0.5. */
+#define FP8_TOLERANCE (2.0f * 1.7320508f * 0x1p-4f)
+
 static float default_tolerance(swin_precision p) {
     switch (p) {
     case SWIN_FP32: return 1e-4f;
     case SWIN_TF32: return 5e-3f;
     case SWIN_FP16: return 5e-3f;
+    case SWIN_FP8: return FP8_TOLERANCE;
     default: return 3e-2f;   /* bf16 */
     }
 }
@@ -58,11 +68,14 @@ static void usage(FILE *f) {
             "                          for any model directory)\n"
             "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
             "  -d, --device DEV        cpu, cuda or cuda:N (default cpu)\n"
-            "  -p, --precision P       fp32, tf32, fp16 or bf16 (default fp32; cpu: fp32 only)\n"
+            "  -p, --precision P       fp32, tf32, fp16, bf16 or fp8 (default fp32; cpu: fp32, or fp8\n"
+            "                          emulated)\n"
+            "      --scales FILE       fp8: the input scales (`swin calibrate`; default: calibrated on\n"
+            "                          random images, with a warning)\n"
             "      --attention IMPL    fused or unfused (cuda; default fused)\n"
             "      --graphs on|off     CUDA graphs (cuda; default on)\n"
             "  -t, --tolerance X       relative error allowed (default by precision: fp32 1e-4,\n"
-            "                          tf32 5e-3, fp16 5e-3, bf16 3e-2)\n"
+            "                          tf32 5e-3, fp16 5e-3, bf16 3e-2, fp8 0.22)\n"
             CLI_IMG_SIZE_HELP
             "      --json              one JSON object on stdout instead of the report\n"
             "  -h, --help              this help\n");
@@ -79,6 +92,7 @@ static int parse(int argc, char **argv, verify_args *a) {
         else if (cli_flag(f, "-m", "--model")) { VALUE(); a->model = v; }
         else if (cli_flag(f, "-r", "--reference")) { VALUE(); a->reference = v; }
         else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
+        else if (!strcmp(f, "--scales")) { VALUE(); a->scales = v; }
         else if (cli_flag(f, "-d", "--device")) {
             VALUE();
             if (cli_parse_device(v, &a->so.device, &a->so.device_index))
@@ -110,6 +124,10 @@ static int parse(int argc, char **argv, verify_args *a) {
     }
     if (!a->model) return cli_usage_error(CMD, "--model PATH is required (try swin verify --help)");
     if (!a->reference) return cli_usage_error(CMD, "--reference FILE is required (try swin verify --help)");
+    if (a->scales && a->so.precision != SWIN_FP8)
+        return cli_usage_error(CMD, "--scales is for --precision fp8 (the precision is %s)",
+                               swin_precision_str(a->so.precision));
+    a->so.fp8_scales = a->scales;
     if (a->tolerance <= 0) a->tolerance = default_tolerance(a->so.precision);
     return 0;
 }
@@ -212,6 +230,13 @@ static void report_stages(const verify_args *a, const swin_reference *r, const r
     }
 }
 
+/* the tolerance with one digit (1e-04), or two where one would misstate it (fp8: 2.2e-01) */
+static const char *tol_str(float tol, char *buf, size_t size) {
+    snprintf(buf, size, "%.0e", (double)tol);
+    if (fabs(strtod(buf, NULL) - tol) > 0.01 * tol) snprintf(buf, size, "%.1e", (double)tol);
+    return buf;
+}
+
 static void report(const verify_args *a, const swin_config *c, const swin_reference *r, const float *out,
                    const result *s, const result *stg, int pass) {
     int first = first_divergent(r, stg, a->tolerance), last = -1;
@@ -252,11 +277,13 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
         int want = argmax(r->logits + (size_t)b * r->classes, r->classes);
         if (got != want) printf("  sample %d: top-1 %d, reference %d\n", b, got, want);
     }
-    printf("%s rel %.1e %s %.0e, top-1 %d/%d%s", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">",
-           (double)a->tolerance, s->top1_ok, r->batch, s->finite ? "" : " (non-finite logits)");
+    char tol[32];
+    tol_str(a->tolerance, tol, sizeof tol);
+    printf("%s rel %.1e %s %s, top-1 %d/%d%s", pass ? "PASS" : "FAIL", s->rel, s->rel <= a->tolerance ? "<=" : ">", tol,
+           s->top1_ok, r->batch, s->finite ? "" : " (non-finite logits)");
     if (first >= 0)
-        printf("; %s at stage %d (rel %.1e > %.0e)", stages_decide(a) || !pass ? "first divergence" : "first stage over",
-               first, stg[first].rel, (double)a->tolerance);
+        printf("; %s at stage %d (rel %.1e > %s)", stages_decide(a) || !pass ? "first divergence" : "first stage over",
+               first, stg[first].rel, tol);
     else if (!pass && last >= 0)
         printf("; first divergence after stage %d (the last stage compared)", last);
     printf("\n");

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "  info        describe a model (and, with --device cuda, its memory plan)\n"
             "  preprocess  write the model's input tensor for images to a .safetensors file\n"
             "  bench       measure latency and throughput on the GPU\n"
+            "  calibrate   write the FP8 scales file of a model (for --precision fp8)\n"
             "\n"
             "`swin <command> --help` describes each command's options; `swin --version` says what\n"
             "this build supports.\n");
@@ -49,6 +50,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "classify")) return cmd_classify(argc - 1, argv + 1);
     if (!strcmp(c, "preprocess")) return cmd_preprocess(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
     fprintf(stderr, "swin: unknown command '%s' (try swin --help)\n", c);
     return EXIT_USAGE;
 }

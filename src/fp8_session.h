@@ -1,0 +1,44 @@
+/* fp8_session.h - what a session needs for SWIN_FP8 and calibration (src/fp8_session.c): the CPU
+ * emulation's quantised weights, the default calibration's random images, the amax check.
+ * Internal; the arithmetic is src/fp8.h's. */
+#ifndef SWIN_FP8_SESSION_H
+#define SWIN_FP8_SESSION_H
+
+#include "fp8.h"
+#include "layers.h"
+
+/* The default calibration (no scales file): this many random images, margin 2. */
+#define SWIN_FP8_RANDOM_IMAGES 8
+#define SWIN_FP8_DEFAULT_MARGIN 2.0f
+
+/* Images first .. first + n - 1 of the default calibration's fixed set, into out [n, 3, H, W]:
+ * uniformly random 8-bit values per pixel and channel (a fixed seed per image), normalised with
+ * the model's mean and std as timm's ToTensor + Normalize would. */
+void swin_fp8_random_images(const swin_config *c, int first, int n, float *out);
+
+/* SWIN_ERR_VALUE naming `where` and the first site whose amax is not finite; else SWIN_OK. */
+swin_status swin_fp8_check_amax(const swin_model *m, const float *amax, const char *where);
+
+/* The input scales of an SWIN_FP8 session or engine: read from o->fp8_scales, or the default
+ * calibration: the random images in batches of at most o->max_batch through record, a forward
+ * that leaves the running max |input| of every site in amax[swin_fp8_sites(m)], then margin 2 and
+ * a warning through o->warn (stderr when NULL) that real images (`swin calibrate`) do better. */
+typedef swin_status (*swin_fp8_record_fn)(void *ctx, const float *x, int n, float *amax);
+swin_status swin_fp8_input_scales(const swin_model *m, const swin_session_options *o, swin_fp8_record_fn record,
+                                  void *ctx, float *scale);
+
+#ifdef SWIN_HAVE_CUDA
+#include "engine.h"
+/* An SWIN_FP8 engine's input scales (swin_fp8_input_scales through swin_engine_calibrate_forward),
+ * then swin_engine_set_fp8_scales: what a session does; for callers holding an engine (swin bench). */
+swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swin_session_options *o);
+#endif
+
+/* The CPU emulation: every site's weights quantised (swin_fp8_quantize_weights) and decoded to
+ * float, with scale[i] as its input scale, and the xq scratch for max_batch, in one allocation
+ * (*bytes) that swin_fp8_emulation_free releases. */
+swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const float *scale, swin_fp8_forward *out,
+                                      size_t *bytes);
+void swin_fp8_emulation_free(swin_fp8_forward *f);
+
+#endif
