@@ -1,0 +1,324 @@
+/* test_gpu_fp8.c - FP8 on the GPU (kernels/fp8.cu, swin_linear_fp8_cuda, the engine's fp8
+ * sessions) against the CPU side of src/fp8.h.
+ *
+ * Kernels, exactly: the quantisation of fp16 inputs (random, values past +-448, subnormals,
+ * zeros, NaN), with and without GELU, gives the bytes swin_e4m3_from_float gives on the host;
+ * the per-channel weight quantisation gives swin_fp8_quantize_weights's bytes and scales; the
+ * dequantised weights are q * ws rounded to fp16; amax equals the host's max |x| and keeps a NaN.
+ * The FP8 GEMM (bias; residual aliasing the output) against the host sum of the same E4M3 values
+ * times the scales: the products are exact in fp32, so only the summation order and the fp16
+ * output rounding differ (tolerance 2e-3 of max|ref|, fp16's 2^-11 with room for the sum).
+ * Whole models: a tiny V1 and V2 whose every site runs on the FP8 tensor cores, and a V1 with
+ * 8 channels whose first stage runs in 16 bits on E4M3 values; the GPU fp8 session against the
+ * CPU emulation with the same scales file (written by a calibrating CPU session). They differ by
+ * the GPU's fp16 activations: a value that fp16 moved by its 2^-12 (mean) crosses an E4M3
+ * rounding boundary with probability about 2^-12 / 2^-4 x 2 = 2^-7 per value and then moves one
+ * E4M3 step (2^-3 relative): an RMS of about 2^-7 x 2^1.5 ~ 2.2e-2 per GEMM input, of the same
+ * order as E4M3's own rounding (~3.6e-2). Tolerance 5e-2 of max|logit| with the same top-1 in
+ * every row; the printout also gives each session's distance from fp32, so that the reader sees
+ * GPU-vs-emulation well below fp8-vs-fp32.
+ * Refusals: an fp8 session with scales of the wrong count, non-finite or zero scales.
+ * Exits 77 without a GPU, or (printing why) on a GPU without FP8 tensor cores.
+ */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "fp8.h"
+#include "gemm.h"
+#include "gpu_testutil.h"
+#include "model.h"
+#include "testutil.h"
+
+static float host_gelu(float a) { return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)); }
+
+/* fp16 device buffer of x (x rounded to fp16 in place, as the device sees it) */
+static tg_buf half_of(float *x, size_t n) {
+    tg_buf b = tg_alloc(n, SWIN_DT_F16);
+    for (size_t i = 0; i < n; i++) x[i] = tu_f16_to_f32(tu_f32_to_f16(x[i]));
+    tg_upload(&b, x);
+    return b;
+}
+
+static uint8_t *bytes_down(const void *d, size_t n) {
+    uint8_t *h = malloc(n);
+    cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);
+    return h;
+}
+
+static void test_quantize(void) {
+    const size_t n = 4096 + 3;   /* a tail past the 8-wide packs (the scalar kernel runs) */
+    float *x = malloc(n * sizeof(float));
+    tu_fill(x, n, -600.0f, 600.0f);
+    for (size_t i = 0; i < 512; i++) x[i] = tu_uniform(-0.02f, 0.02f);   /* subnormal E4M3 after 1 / s */
+    x[600] = 0.0f, x[601] = -0.0f, x[602] = 448.0f, x[603] = -464.0f, x[604] = 1e9f, x[605] = NAN;
+    tg_buf in = half_of(x, n);
+    const float scale = 0.75f, inv = 1.0f / scale;
+    uint8_t *q_d = NULL;
+    cudaMalloc((void **)&q_d, n + 16);
+    for (int gelu = 0; gelu < 2; gelu++) {
+        for (int off = 0; off < 2; off++) {   /* n and n - 3 elements: vector and scalar kernels */
+            size_t m = off ? n : n - 3;
+            cudaMemset(q_d, 0xEE, n + 16);
+            swin_status st = gelu ? swin_gelu_quantize_fp8_cuda(q_d, in.p, m, inv, SWIN_DT_F16, 0)
+                                  : swin_quantize_fp8_cuda(q_d, in.p, m, inv, SWIN_DT_F16, 0);
+            CHECK(st == SWIN_OK && tg_sync_ok("quantize"), "quantize: %s", swin_last_error());
+            uint8_t *q = bytes_down(q_d, n + 16);
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; i < m; i++) {
+                uint8_t want = swin_e4m3_from_float((gelu ? host_gelu(x[i]) : x[i]) * inv);
+                if (q[i] != want && bad++ == 0) first = i;
+            }
+            for (size_t i = m; i < n + 16; i++) bad += q[i] != 0xEE;   /* nothing past the end */
+            printf("%s quantize%s n %zu: %zu bytes differ from swin_e4m3_from_float\n", bad ? "FAIL" : "ok  ",
+                   gelu ? " after GELU" : "", m, bad);
+            CHECK(bad == 0, "quantize gelu %d n %zu: %zu bytes differ (first at %zu: x %g, got 0x%02x, want 0x%02x)",
+                  gelu, m, bad, first, (double)x[first], q[first],
+                  swin_e4m3_from_float((gelu ? host_gelu(x[first]) : x[first]) * inv));
+            free(q);
+        }
+    }
+    /* amax: the host's max |x| over the finite part, then a NaN wins */
+    float *a_d = NULL, a = -1.0f, want = 0.0f;
+    cudaMalloc((void **)&a_d, sizeof(float));
+    for (size_t i = 0; i < 600; i++) want = fmaxf(want, fabsf(x[i]));
+    cudaMemset(a_d, 0, sizeof(float));
+    CHECK(swin_amax_cuda(a_d, in.p, 600, SWIN_DT_F16, 0) == SWIN_OK, "amax: %s", swin_last_error());
+    cudaMemcpy(&a, a_d, sizeof a, cudaMemcpyDeviceToHost);
+    CHECK(a == want, "amax %g, host %g", (double)a, (double)want);
+    CHECK(swin_amax_cuda(a_d, in.p, n, SWIN_DT_F16, 0) == SWIN_OK, "amax: %s", swin_last_error());
+    cudaMemcpy(&a, a_d, sizeof a, cudaMemcpyDeviceToHost);
+    CHECK(isnan(a), "amax over a NaN gave %g", (double)a);
+    printf("%s amax %g as the host's, and NaN with a NaN in the input\n", isnan(a) ? "ok  " : "FAIL", (double)want);
+    cudaFree(a_d);
+    cudaFree(q_d);
+    tg_free(&in);
+    free(x);
+}
+
+/* weights: bytes and scales as the CPU quantises them; deq = q * ws in fp16 */
+static void test_weights(void) {
+    const int N = 37, K = 80;
+    size_t n = (size_t)N * K;
+    float *w = malloc(n * sizeof(float)), *ws = malloc(N * sizeof(float)), *ws_g = malloc(N * sizeof(float));
+    float *deq = malloc(n * sizeof(float));
+    uint8_t *q = malloc(n);
+    tu_fill(w, n, -0.3f, 0.3f);
+    for (int k = 0; k < K; k++) w[5 * K + k] = 0.0f;        /* an all-zero channel: scale 1 */
+    w[7 * K + 3] = 1e-6f;                                    /* a tiny-valued channel */
+    for (int k = 0; k < K; k++) w[9 * K + k] *= 1e-3f;
+    swin_linear_w lw = {w, NULL};
+    swin_fp8_quantize_weights(&lw, N, K, q, ws);
+    tg_buf wd = tg_alloc(n, SWIN_DT_F32), dd = tg_alloc(n, SWIN_DT_F16);
+    tg_upload(&wd, w);
+    tg_poison(&dd);
+    uint8_t *q_d = NULL;
+    float *ws_d = NULL;
+    cudaMalloc((void **)&q_d, n);
+    cudaMalloc((void **)&ws_d, N * sizeof(float));
+    CHECK(swin_fp8_weights_cuda(q_d, ws_d, dd.p, (const float *)wd.p, N, K, SWIN_DT_F16, 0) == SWIN_OK &&
+          tg_sync_ok("weights"), "weights: %s", swin_last_error());
+    uint8_t *qg = bytes_down(q_d, n);
+    cudaMemcpy(ws_g, ws_d, N * sizeof(float), cudaMemcpyDeviceToHost);
+    tg_download(&dd, deq);
+    size_t bad_q = 0, bad_s = 0, bad_d = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad_q += qg[i] != q[i];
+        float want = tu_f16_to_f32(tu_f32_to_f16(swin_e4m3_to_float(q[i]) * ws[i / K]));
+        bad_d += deq[i] != want;
+    }
+    for (int i = 0; i < N; i++) bad_s += ws_g[i] != ws[i];
+    printf("%s weights %dx%d: %zu bytes, %zu scales, %zu dequantised values differ; zero channel scale %g\n",
+           bad_q + bad_s + bad_d ? "FAIL" : "ok  ", N, K, bad_q, bad_s, bad_d, (double)ws_g[5]);
+    CHECK(bad_q == 0 && bad_s == 0 && bad_d == 0 && ws[5] == 1.0f && tg_guard_ok(&dd),
+          "weights: %zu bytes, %zu scales, %zu dequantised differ", bad_q, bad_s, bad_d);
+    cudaFree(q_d);
+    cudaFree(ws_d);
+    tg_free(&wd);
+    tg_free(&dd);
+    free(w), free(ws), free(ws_g), free(deq), free(q), free(qg);
+}
+
+/* the FP8 GEMM against the host sum of the same E4M3 values */
+static void test_gemm(void) {
+    static const struct { int M, K, N, bias, res; } C[] = {{1, 32, 48, 1, 0}, {300, 64, 96, 1, 0}, {257, 96, 32, 0, 1},
+                                                           {1000, 384, 96, 1, 1}};
+    void *ws = NULL;
+    cudaMalloc(&ws, 32 << 20);
+    swin_gemm *g = NULL;
+    if (!CHECK(swin_gemm_create(&g, SWIN_FP16, ws, 32 << 20) == SWIN_OK, "gemm: %s", swin_last_error())) return;
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
+        int M = C[c].M, K = C[c].K, N = C[c].N;
+        size_t nx = (size_t)M * K, nw = (size_t)N * K, no = (size_t)M * N;
+        uint8_t *xq = malloc(nx), *wq = malloc(nw);
+        float *sw = malloc(N * sizeof(float)), *sx = malloc(M * sizeof(float)), *b = malloc(N * sizeof(float));
+        float *r = malloc(no * sizeof(float)), *ref = malloc(no * sizeof(float)), *got = malloc(no * sizeof(float));
+        for (size_t i = 0; i < nx; i++) xq[i] = swin_e4m3_from_float(tu_uniform(-300.0f, 300.0f));
+        for (size_t i = 0; i < nw; i++) wq[i] = swin_e4m3_from_float(tu_uniform(-448.0f, 448.0f));
+        for (int i = 0; i < N; i++) sw[i] = tu_uniform(1e-4f, 3e-3f), b[i] = tu_uniform(-1.0f, 1.0f);
+        for (int i = 0; i < M; i++) sx[i] = tu_uniform(0.5f, 2.0f) * 1e-3f;
+        tu_fill(r, no, -2.0f, 2.0f);
+        for (size_t i = 0; i < no; i++) r[i] = tu_f16_to_f32(tu_f32_to_f16(r[i]));
+        for (int i = 0; i < N; i++) b[i] = tu_f16_to_f32(tu_f32_to_f16(b[i]));
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++)
+                    acc += (double)swin_e4m3_to_float(xq[(size_t)m * K + k]) * swin_e4m3_to_float(wq[(size_t)n * K + k]);
+                ref[(size_t)m * N + n] = (float)(acc * sw[n] * sx[m] + (C[c].bias ? b[n] : 0) +
+                                                 (C[c].res ? r[(size_t)m * N + n] : 0));
+            }
+        uint8_t *xq_d, *wq_d;
+        float *sw_d, *sx_d;
+        cudaMalloc((void **)&xq_d, nx), cudaMalloc((void **)&wq_d, nw);
+        cudaMalloc((void **)&sw_d, N * 4), cudaMalloc((void **)&sx_d, M * 4);
+        cudaMemcpy(xq_d, xq, nx, cudaMemcpyHostToDevice), cudaMemcpy(wq_d, wq, nw, cudaMemcpyHostToDevice);
+        cudaMemcpy(sw_d, sw, N * 4, cudaMemcpyHostToDevice), cudaMemcpy(sx_d, sx, M * 4, cudaMemcpyHostToDevice);
+        tg_buf bd = tg_alloc(N, SWIN_DT_F16), od = tg_alloc(no, SWIN_DT_F16);
+        tg_upload(&bd, b);
+        if (C[c].res) tg_upload(&od, r);   /* the residual aliases the output, as fc2's does */
+        else tg_poison(&od);
+        swin_status st = swin_linear_fp8_cuda(od.p, xq_d, sx_d, wq_d, sw_d, C[c].bias ? bd.p : NULL,
+                                              C[c].res ? od.p : NULL, M, K, N, g, 0);
+        char name[96];
+        snprintf(name, sizeof name, "fp8 gemm M %d K %d N %d%s%s", M, K, N, C[c].bias ? " bias" : "",
+                 C[c].res ? " residual" : "");
+        if (CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: %s", name, swin_last_error())) {
+            tg_download(&od, got);
+            tg_compare(name, got, ref, no, 2e-3);
+            CHECK(tg_guard_ok(&od), "%s: wrote past the output", name);
+        }
+        cudaFree(xq_d), cudaFree(wq_d), cudaFree(sw_d), cudaFree(sx_d);
+        tg_free(&bd), tg_free(&od);
+        free(xq), free(wq), free(sw), free(sx), free(b), free(r), free(ref), free(got);
+    }
+    /* shapes FP8 tensor cores do not take are refused, not run wrong */
+    CHECK(swin_linear_fp8_cuda(ws, ws, ws, ws, ws, NULL, NULL, 16, 8, 16, g, 0) == SWIN_ERR_UNSUPPORTED,
+          "K 8 accepted");
+    swin_gemm_free(g);
+    cudaFree(ws);
+}
+
+// ---- whole models: GPU fp8 against the CPU emulation with one scales file
+
+typedef struct { const char *name; int version, img, window, embed, stages, depths[3], heads[3]; } fp8_model;
+
+static const fp8_model MODELS[] = {
+    {"fp8_v1", 1, 56, 7, 48, 2, {2, 2}, {3, 6}},          /* every site K, N multiples of 16 */
+    {"fp8_v2", 2, 64, 8, 32, 3, {2, 2, 1}, {1, 2, 4}},
+    {"fp8_v1_c8", 1, 32, 4, 8, 2, {2, 2}, {1, 2}},         /* stage 0 (C 8) in 16 bits on E4M3 values */
+};
+
+static swin_status make_model(const fp8_model *t, swin_model **out) {
+    swin_config c;
+    memset(&c, 0, sizeof c);
+    c.version = t->version;
+    snprintf(c.arch, sizeof c.arch, "%s", t->name);
+    c.img_h = c.img_w = t->img;
+    c.patch_size = 4, c.in_chans = 3, c.embed_dim = t->embed, c.num_stages = t->stages;
+    for (int s = 0; s < t->stages; s++) c.depths[s] = t->depths[s], c.num_heads[s] = t->heads[s];
+    c.window_size = t->window, c.mlp_ratio = 4.0f, c.qkv_bias = 1, c.ln_eps = 1e-5f, c.num_classes = 16;
+    for (int i = 0; i < 3; i++) c.mean[i] = 0.5f, c.std[i] = 0.25f;
+    return swin_model_random_config(&c, 99 + t->version, out);
+}
+
+static swin_status run(const swin_model *m, swin_device dev, swin_precision p, const char *scales, int calibrate,
+                       const float *in, int B, float *logits, const char *save) {
+    swin_session_options o = swin_session_options_default();
+    o.device = dev, o.precision = p, o.max_batch = B, o.fp8_scales = scales, o.calibrate = calibrate;
+    swin_session *s = NULL;
+    swin_status st = swin_session_create(m, &o, &s);
+    if (st == SWIN_OK) st = swin_forward(s, in, B, logits);
+    if (st == SWIN_OK && dev == SWIN_DEVICE_CUDA && !calibrate) {   /* again: the captured graph's replay */
+        float *again = malloc((size_t)B * m->cfg.num_classes * sizeof(float));
+        st = swin_forward(s, in, B, again);
+        CHECK(st != SWIN_OK || !memcmp(again, logits, (size_t)B * m->cfg.num_classes * sizeof(float)),
+              "%s: a replay differs", m->cfg.arch);
+        free(again);
+    }
+    if (st == SWIN_OK && save) st = swin_session_save_scales(s, save, 2.0f, "random");
+    swin_session_free(s);
+    return st;
+}
+
+static int top1_agree(const float *a, const float *b, int B, int classes) {
+    int agree = 0;
+    for (int r = 0; r < B; r++) {
+        int ia = 0, ib = 0;
+        for (int c = 1; c < classes; c++) {
+            if (a[r * classes + c] > a[r * classes + ia]) ia = c;
+            if (b[r * classes + c] > b[r * classes + ib]) ib = c;
+        }
+        agree += ia == ib;
+    }
+    return agree;
+}
+
+static double rel(const float *a, const float *ref, size_t n) {
+    double m = tu_max_abs(ref, n);
+    return tu_max_abs_diff(a, ref, n) / (m > 0 ? m : 1);
+}
+
+static void test_models(const char *tmp) {
+    const int B = 4;
+    size_t n_models = tg_quick() ? 1 : sizeof MODELS / sizeof MODELS[0];   /* SWIN_TEST_QUICK: the first */
+    for (size_t i = 0; i < n_models; i++) {
+        const fp8_model *t = &MODELS[i];
+        swin_model *m = NULL;
+        if (!CHECK(make_model(t, &m) == SWIN_OK, "%s: %s", t->name, swin_last_error())) continue;
+        int classes = m->cfg.num_classes;
+        size_t n_in = (size_t)B * 3 * t->img * t->img, n_out = (size_t)B * classes;
+        float *in = malloc(n_in * sizeof(float)), *f32 = malloc(n_out * sizeof(float));
+        float *emu = malloc(n_out * sizeof(float)), *gpu = malloc(n_out * sizeof(float));
+        tu_fill(in, n_in, -2.0f, 2.0f);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.scales.json", tmp, t->name);
+        swin_status st = run(m, SWIN_DEVICE_CPU, SWIN_FP32, NULL, 1, in, B, f32, path);
+        CHECK(st == SWIN_OK, "%s: calibrating CPU session: %s", t->name, swin_last_error());
+        st = st == SWIN_OK ? run(m, SWIN_DEVICE_CPU, SWIN_FP8, path, 0, in, B, emu, NULL) : st;
+        CHECK(st == SWIN_OK, "%s: CPU fp8 emulation: %s", t->name, swin_last_error());
+        for (size_t k = 0; k < n_out; k++) gpu[k] = NAN;
+        st = st == SWIN_OK ? run(m, SWIN_DEVICE_CUDA, SWIN_FP8, path, 0, in, B, gpu, NULL) : st;
+        if (CHECK(st == SWIN_OK, "%s: GPU fp8: %s", t->name, swin_last_error())) {
+            double e = rel(gpu, emu, n_out);
+            int agree = top1_agree(gpu, emu, B, classes);
+            printf("%s %-12s GPU fp8 vs CPU emulation %.2e (tol 5e-2), top-1 %d/%d; emulation vs fp32 %.2e, "
+                   "GPU fp8 vs fp32 %.2e\n", e <= 5e-2 && agree == B ? "ok  " : "FAIL", t->name, e, agree, B,
+                   rel(emu, f32, n_out), rel(gpu, f32, n_out));
+            CHECK(e <= 5e-2 && isfinite(e), "%s: GPU fp8 vs emulation %.3g > 5e-2", t->name, e);
+            CHECK(agree == B, "%s: top-1 agrees on %d of %d", t->name, agree, B);
+        }
+        if (i == 0) {   /* refusals: scales the engine cannot take */
+            swin_session_options o = swin_session_options_default();
+            o.device = SWIN_DEVICE_CUDA, o.precision = SWIN_FP8, o.calibrate = 1;
+            swin_session *s = NULL;
+            CHECK(swin_session_create(m, &o, &s) != SWIN_OK, "fp8 with calibrate accepted");
+            swin_session_free(s);
+        }
+        free(in), free(f32), free(emu), free(gpu);
+        swin_model_free(m);
+    }
+}
+
+int main(int argc, char **argv) {
+    (void)argc; (void)argv;
+    if (!tg_have_gpu("test_gpu_fp8")) return TU_SKIP;
+    if (swin_engine_fp8_device_check(0) != SWIN_OK) {
+        printf("test_gpu_fp8: skipped: %s\n", swin_last_error());
+        return TU_SKIP;
+    }
+    tu_seed(8);
+    char tmp[] = "/tmp/swin-fp8-XXXXXX";
+    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    test_quantize();
+    test_weights();
+    test_gemm();
+    test_models(tmp);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    return tu_finish("test_gpu_fp8");
+}
