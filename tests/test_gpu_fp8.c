@@ -12,11 +12,14 @@
  * 8 channels whose first stage runs in 16 bits on E4M3 values; the GPU fp8 session against the
  * CPU emulation with the same scales file (written by a calibrating CPU session). They differ by
  * the GPU's fp16 activations: a value that fp16 moved by its 2^-12 (mean) crosses an E4M3
- * rounding boundary with probability about 2^-12 / 2^-4 x 2 = 2^-7 per value and then moves one
- * E4M3 step (2^-3 relative): an RMS of about 2^-7 x 2^1.5 ~ 2.2e-2 per GEMM input, of the same
- * order as E4M3's own rounding (~3.6e-2). Tolerance 5e-2 of max|logit| with the same top-1 in
- * every row; the printout also gives each session's distance from fp32, so that the reader sees
- * GPU-vs-emulation well below fp8-vs-fp32.
+ * rounding boundary with probability about 2^-12 / 2^-4 x 2 = 2^-7 and then moves one E4M3 step
+ * (2^-3 relative), an RMS of about 2.2e-2 per GEMM input against E4M3's own ~3.6e-2: so the GPU
+ * is expected about 0.6x as far from the emulation as the emulation is from fp32 (measured on an
+ * H200: 0.36x to 0.63x), not much closer. The checks therefore are: GPU-vs-emulation within
+ * verify's fp8 tolerance (2 sqrt(3) 2^-4, README "FP8"), AND the GPU closer to the emulation than
+ * to fp32 (a GPU path that skipped the quantisation, or used other scales, is not), AND the same
+ * top-1 on every row whose emulated top-1 leads the runner-up by more than twice the largest
+ * GPU-vs-emulation difference (tiny random models have near ties, which noise may flip).
  * Refusals: an fp8 session with scales of the wrong count, non-finite or zero scales.
  * Exits 77 without a GPU, or (printing why) on a GPU without FP8 tensor cores.
  */
@@ -244,17 +247,24 @@ static swin_status run(const swin_model *m, swin_device dev, swin_precision p, c
     return st;
 }
 
-static int top1_agree(const float *a, const float *b, int B, int classes) {
-    int agree = 0;
+/* rows with a clear top-1 in b (a lead over the runner-up above margin), and how many of them a agrees on */
+static void top1_agree(const float *a, const float *b, int B, int classes, double margin, int *clear, int *agree) {
+    *clear = *agree = 0;
     for (int r = 0; r < B; r++) {
+        const float *x = a + (size_t)r * classes, *y = b + (size_t)r * classes;
         int ia = 0, ib = 0;
         for (int c = 1; c < classes; c++) {
-            if (a[r * classes + c] > a[r * classes + ia]) ia = c;
-            if (b[r * classes + c] > b[r * classes + ib]) ib = c;
+            if (x[c] > x[ia]) ia = c;
+            if (y[c] > y[ib]) ib = c;
         }
-        agree += ia == ib;
+        float second = -INFINITY;
+        for (int c = 0; c < classes; c++)
+            if (c != ib && y[c] > second) second = y[c];
+        if (y[ib] - second > margin) {
+            (*clear)++;
+            *agree += ia == ib;
+        }
     }
-    return agree;
 }
 
 static double rel(const float *a, const float *ref, size_t n) {
@@ -283,13 +293,16 @@ static void test_models(const char *tmp) {
         for (size_t k = 0; k < n_out; k++) gpu[k] = NAN;
         st = st == SWIN_OK ? run(m, SWIN_DEVICE_CUDA, SWIN_FP8, path, 0, in, B, gpu, NULL) : st;
         if (CHECK(st == SWIN_OK, "%s: GPU fp8: %s", t->name, swin_last_error())) {
-            double e = rel(gpu, emu, n_out);
-            int agree = top1_agree(gpu, emu, B, classes);
-            printf("%s %-12s GPU fp8 vs CPU emulation %.2e (tol 5e-2), top-1 %d/%d; emulation vs fp32 %.2e, "
-                   "GPU fp8 vs fp32 %.2e\n", e <= 5e-2 && agree == B ? "ok  " : "FAIL", t->name, e, agree, B,
-                   rel(emu, f32, n_out), rel(gpu, f32, n_out));
-            CHECK(e <= 5e-2 && isfinite(e), "%s: GPU fp8 vs emulation %.3g > 5e-2", t->name, e);
-            CHECK(agree == B, "%s: top-1 agrees on %d of %d", t->name, agree, B);
+            const double tol = 2.0 * sqrt(3.0) / 16.0;   /* verify's fp8 tolerance */
+            double e = rel(gpu, emu, n_out), e_emu = rel(emu, f32, n_out), e_gpu = rel(gpu, f32, n_out);
+            int clear = 0, agree = 0;
+            top1_agree(gpu, emu, B, classes, 2.0 * tu_max_abs_diff(gpu, emu, n_out), &clear, &agree);
+            int ok = e <= tol && isfinite(e) && e < e_gpu && agree == clear;
+            printf("%s %-12s GPU fp8 vs CPU emulation %.2e (tol %.2e), vs fp32 %.2e (emulation vs fp32 %.2e); "
+                   "top-1 %d of %d clear rows\n", ok ? "ok  " : "FAIL", t->name, e, tol, e_gpu, e_emu, agree, clear);
+            CHECK(e <= tol && isfinite(e), "%s: GPU fp8 vs emulation %.3g > %.3g", t->name, e, tol);
+            CHECK(e < e_gpu, "%s: the GPU is no closer to the emulation (%.3g) than to fp32 (%.3g)", t->name, e, e_gpu);
+            CHECK(agree == clear, "%s: top-1 agrees on %d of %d clear rows", t->name, agree, clear);
         }
         if (i == 0) {   /* refusals: scales the engine cannot take */
             swin_session_options o = swin_session_options_default();
