@@ -6,7 +6,9 @@
  *     all fixtures and 3 for any file of 1024+ pixels: a wrong pitch, a missing upsampling or a
  *     colour-conversion mix-up is far above that; nvJPEG is not exact by design), every
  *     file is delivered (files nvJPEG cannot decode go to the CPU decoder), truncated files are
- *     refused, PNGs (decoded on the CPU in this mode too) give the same logits as the default.
+ *     refused, PNGs (decoded on the CPU in this mode too) give the same logits as the default;
+ *   - nvJPEG decoder threads: batches of 4 with 3 decoders (pipeline_nvjpeg.c) give the results
+ *     of 1 decoder on the calling thread, bit for bit, bad files in their places.
  * Run: build/tests/test_gpu_pipeline SOURCE_DIR (exits 77 without a GPU).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -21,16 +23,23 @@
 #include "pipeline_collect.h"
 #include "testutil.h"
 
-static swin_status run(swin_session *s, const swin_preprocess_params *pp, char **paths, int n, swin_preprocess_device where,
-                       swin_decoder dec, int batch, pc_collect *c) {
+static swin_status run_with(swin_session *s, const swin_preprocess_params *pp, char **paths, int n,
+                            swin_preprocess_device where, swin_decoder dec, int batch, int nvjpeg_decoders, pc_collect *c,
+                            swin_pipeline_stats *st) {
     pc_reset(c, swin_model_config(swin_session_get_model(s))->num_classes);
     swin_pipeline_options po = swin_pipeline_options_default();
     po.batch = batch;
     po.threads = 3;
     po.where = where;
     po.decoder = dec;
+    po.nvjpeg_decoders = nvjpeg_decoders;
+    return swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, pc_on_result, c, st);
+}
+
+static swin_status run(swin_session *s, const swin_preprocess_params *pp, char **paths, int n, swin_preprocess_device where,
+                       swin_decoder dec, int batch, pc_collect *c) {
     swin_pipeline_stats st;
-    return swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, pc_on_result, c, &st);
+    return run_with(s, pp, paths, n, where, dec, batch, 0, c, &st);
 }
 
 int main(int argc, char **argv) {
@@ -144,6 +153,32 @@ int main(int argc, char **argv) {
         CHECK(nv_bad == 0, "nvjpeg mode: %d files not classified / not refused as expected", nv_bad);
         CHECK(png_diff == 0, "nvjpeg mode: %d non-JPEG files differ from the default mode", png_diff);
         CHECK(strstr(nv.err[first_bad], "cut.jpg") != NULL, "nvjpeg mode: truncated file named: '%s'", nv.err[first_bad]);
+
+        /* decoder threads: 3 at once against 1 on the calling thread, batches of 4 */
+        static pc_collect one, three;
+        swin_pipeline_stats st1, st3;
+        CHECK(run_with(s, &pp, paths, n, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_NVJPEG, 4, 1, &one, &st1) == SWIN_OK,
+              "nvjpeg, 1 decoder: %s", swin_last_error());
+        CHECK(run_with(s, &pp, paths, n, SWIN_PRE_DEVICE_GPU, SWIN_DECODER_NVJPEG, 4, 3, &three, &st3) == SWIN_OK,
+              "nvjpeg, 3 decoders: %s", swin_last_error());
+        int mism = 0;
+        for (int i = 0; i < n; i++) {
+            if (one.got[i] != three.got[i] || (one.got[i] == 2 && strcmp(one.err[i], three.err[i])) ||
+                (one.got[i] == 1 && memcmp(one.logits + (size_t)i * one.nc, three.logits + (size_t)i * one.nc,
+                                           (size_t)one.nc * sizeof(float)))) {
+                mism++;
+                printf("  %s: 1 decoder %d (%s), 3 decoders %d (%s)\n", paths[i], one.got[i], one.err[i], three.got[i],
+                       three.err[i]);
+            }
+        }
+        printf("nvJPEG decoders: %d and %d; batched set-ups %d and %d, padding images %d and %d\n",
+               st1.nvjpeg_decoders, st3.nvjpeg_decoders, st1.nvjpeg_hw_setups, st3.nvjpeg_hw_setups,
+               st1.nvjpeg_hw_padding, st3.nvjpeg_hw_padding);
+        CHECK(one.calls == n && three.calls == n && one.in_order && three.in_order,
+              "nvjpeg decoder threads: every file delivered once, in order");
+        CHECK(st1.nvjpeg_decoders == 1 && st3.nvjpeg_decoders == 3, "nvjpeg decoders used: %d and %d (want 1 and 3)",
+              st1.nvjpeg_decoders, st3.nvjpeg_decoders);
+        CHECK(mism == 0, "nvjpeg: %d files differ between 1 and 3 decoders", mism);
         swin_nvjpeg_free(dec);
     }
     for (int i = 0; i < n; i++) free(paths[i]);

@@ -66,7 +66,8 @@ static void usage(FILE *f) {
             "      --preprocess-device D  gpu or cpu: where images are resized and normalised\n"
             "                          (default gpu with --device cuda; the same values either way)\n"
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
-            "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly)\n"
+            "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly;\n"
+            "                          one GPU: SWIN_NVJPEG_STATES=N decoders at once, default 2)\n"
             "      --timing            print the time per stage on stderr at the end\n"
             CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP
@@ -287,9 +288,10 @@ static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stat
             st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
             st->forward_ms, st->output_ms, st->wall_ms, st->warmup_ms);
     if (st->nvjpeg_hw_images || st->nvjpeg_sw_images)
-        fprintf(stderr, "  nvJPEG (%d images on the JPEG engines, %d on the default backend): nvjpeg-parse %.1f  "
-                "nvjpeg-engines %.1f  nvjpeg-default %.1f  nvjpeg-sync %.1f\n", st->nvjpeg_hw_images, st->nvjpeg_sw_images,
-                st->nvjpeg_parse_ms, st->nvjpeg_hw_ms, st->nvjpeg_sw_ms, st->nvjpeg_sync_ms);
+        fprintf(stderr, "  nvJPEG (%d decoders, summed; %d images on the JPEG engines, %d on the default backend; "
+                "%d batched set-ups, %d padding images): nvjpeg-parse %.1f  nvjpeg-engines %.1f  nvjpeg-default %.1f  "
+                "nvjpeg-sync %.1f\n", st->nvjpeg_decoders, st->nvjpeg_hw_images, st->nvjpeg_sw_images, st->nvjpeg_hw_setups,
+                st->nvjpeg_hw_padding, st->nvjpeg_parse_ms, st->nvjpeg_hw_ms, st->nvjpeg_sw_ms, st->nvjpeg_sync_ms);
     for (int g = 0; per && n_gpus > 1 && g < n_gpus; g++)
         fprintf(stderr, "  cuda:%d: %d images in %d batches, wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  "
                 "gpu-preprocess %.1f  forward %.1f\n", gpus[g], per[g].images, per[g].batches, per[g].wait_ms,

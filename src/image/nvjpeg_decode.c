@@ -28,6 +28,12 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
     (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
 }
+swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
+                                    const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
+    (void)d; (void)px; (void)data; (void)len; (void)names; (void)n; (void)out;
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
+}
+void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) { (void)px; }
 void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
     (void)d;
     memset(out, 0, sizeof *out);
@@ -42,15 +48,34 @@ void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
 
 #include "check.h"
 
+/* Batched states. nvJPEG's header says of nvjpegDecodeBatched: "batch size is expected to be the
+ * same as parameter to this batch initialization function" (nvjpegDecodeBatchedInitialize), and
+ * the data, lengths and destinations arrays are "of size batch_size": a smaller batch may not be
+ * passed to a state set up for a larger one. Setting a state up again for every new count of
+ * hardware images (it changes whenever a batch holds a progressive file, and for the last batch)
+ * costs time, so a batch of m hardware images is padded up to the next multiple of HW_GRANULE
+ * with repeats of its smallest image (decoded into scratch space, never read), and up to
+ * HW_STATES states are kept, one per padded size, the least recently used one set up again when
+ * a new size comes. Full batches with up to HW_GRANULE - 1 images for the default backend all
+ * use one state, set up once. */
+#define HW_GRANULE 16
+#define HW_STATES 4
+
+typedef struct {
+    nvjpegJpegState_t state;
+    int size;                           /* the batch size it is set up for, -1 when none */
+    unsigned long used;                 /* last use, for the replacement */
+} hw_state;
+
 struct swin_nvjpeg {
     int dev;
     cudaStream_t stream;
     nvjpegHandle_t hw, sw;              /* hw NULL when the GPU has no JPEG engine */
-    nvjpegJpegState_t hw_state, sw_state;
+    nvjpegJpegState_t sw_state;
+    hw_state hws[HW_STATES];
+    unsigned long tick;
     nvjpegJpegStream_t parsed;          /* for the hardware support check */
-    int hw_batch;                       /* batch size the hardware state was set up for */
-    uint8_t *buf[2];                    /* device pixels of the last batch into each buffer */
-    size_t cap[2];
+    swin_nvjpeg_buffer own[2];          /* swin_nvjpeg_decode's buffers 0 and 1 */
     swin_nvjpeg_stats stats;
     /* host scratch, [cap_n] */
     const unsigned char **hw_data;
@@ -89,12 +114,12 @@ void swin_nvjpeg_free(swin_nvjpeg *d) {
     if (!d) return;
     cudaSetDevice(d->dev);
     if (d->parsed) nvjpegJpegStreamDestroy(d->parsed);
-    if (d->hw_state) nvjpegJpegStateDestroy(d->hw_state);
+    for (int i = 0; i < HW_STATES; i++)
+        if (d->hws[i].state) nvjpegJpegStateDestroy(d->hws[i].state);
     if (d->sw_state) nvjpegJpegStateDestroy(d->sw_state);
     if (d->hw) nvjpegDestroy(d->hw);
     if (d->sw) nvjpegDestroy(d->sw);
-    for (int b = 0; b < 2; b++)
-        if (d->buf[b]) cudaFree(d->buf[b]);
+    for (int b = 0; b < 2; b++) swin_nvjpeg_buffer_free(&d->own[b]);
     if (d->stream) cudaStreamDestroy(d->stream);
     free(d->hw_data);
     free(d->hw_len);
@@ -111,13 +136,10 @@ static swin_status create(swin_nvjpeg *d) {
     if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, flags, &d->hw) != NVJPEG_STATUS_SUCCESS &&
         nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &d->hw) != NVJPEG_STATUS_SUCCESS)
         d->hw = NULL;
-    if (d->hw) {
-        NV_TRY(nvjpegJpegStateCreate(d->hw, &d->hw_state));
-        NV_TRY(nvjpegJpegStreamCreate(d->hw, &d->parsed));
-    }
+    if (d->hw) NV_TRY(nvjpegJpegStreamCreate(d->hw, &d->parsed));
     NV_TRY(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, flags, &d->sw));
     NV_TRY(nvjpegJpegStateCreate(d->sw, &d->sw_state));
-    d->hw_batch = -1;
+    for (int i = 0; i < HW_STATES; i++) d->hws[i].size = -1;   /* states are made when needed */
     return SWIN_OK;
 }
 
@@ -177,29 +199,70 @@ static int jpeg_is_ycc(const uint8_t *p, size_t n) {
     return 1;
 }
 
-static swin_status grow(swin_nvjpeg *d, int b, size_t bytes, int n) {
-    if (bytes > d->cap[b]) {
-        if (d->buf[b]) cudaFree(d->buf[b]);
-        d->buf[b] = NULL;
-        d->cap[b] = 0;
-        SWIN_CUDA_TRY(cudaMalloc((void **)&d->buf[b], bytes));
-        d->cap[b] = bytes;
+void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) {
+    if (!px) return;
+    if (px->dev) {
+        cudaSetDevice(px->device);
+        cudaFree(px->dev);
     }
-    if (n > d->cap_n) {
-        free(d->hw_data);
-        free(d->hw_len);
-        free(d->hw_dst);
-        free(d->hw_idx);
-        d->hw_data = malloc((size_t)n * sizeof *d->hw_data);
-        d->hw_len = malloc((size_t)n * sizeof *d->hw_len);
-        d->hw_dst = malloc((size_t)n * sizeof *d->hw_dst);
-        d->hw_idx = malloc((size_t)n * sizeof *d->hw_idx);
-        d->cap_n = 0;
-        if (!d->hw_data || !d->hw_len || !d->hw_dst || !d->hw_idx) return swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
-        d->cap_n = n;
-    }
+    memset(px, 0, sizeof *px);
+}
+
+/* Room for `bytes` of pixels in px on d's GPU (an eighth more when it grows, so that slowly
+ * growing batches do not free and allocate, which waits for the whole GPU, every time). */
+static swin_status grow_pixels(swin_nvjpeg *d, swin_nvjpeg_buffer *px, size_t bytes) {
+    if (px->dev && px->device != d->dev) swin_nvjpeg_buffer_free(px);   /* made on another GPU */
+    if (bytes <= px->cap) return SWIN_OK;
+    swin_nvjpeg_buffer_free(px);
+    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
+    size_t want = bytes + bytes / 8;
+    SWIN_CUDA_TRY(cudaMalloc((void **)&px->dev, want));
+    px->cap = want;
+    px->device = d->dev;
     return SWIN_OK;
 }
+
+/* Room for n images in the host scratch. */
+static swin_status grow_scratch(swin_nvjpeg *d, int n) {
+    if (n <= d->cap_n) return SWIN_OK;
+    free(d->hw_data);
+    free(d->hw_len);
+    free(d->hw_dst);
+    free(d->hw_idx);
+    d->hw_data = malloc((size_t)n * sizeof *d->hw_data);
+    d->hw_len = malloc((size_t)n * sizeof *d->hw_len);
+    d->hw_dst = malloc((size_t)n * sizeof *d->hw_dst);
+    d->hw_idx = malloc((size_t)n * sizeof *d->hw_idx);
+    d->cap_n = 0;
+    if (!d->hw_data || !d->hw_len || !d->hw_dst || !d->hw_idx) return swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
+    d->cap_n = n;
+    return SWIN_OK;
+}
+
+/* The batched state set up for `size` images: a kept one, else the least recently used one
+ * (or a new one) set up for it. NULL, with *st set, when nvJPEG refuses. */
+static hw_state *state_for(swin_nvjpeg *d, int size, nvjpegStatus_t *st) {
+    hw_state *h = &d->hws[0];
+    *st = NVJPEG_STATUS_SUCCESS;
+    for (int i = 0; i < HW_STATES; i++) {
+        if (d->hws[i].size == size) { h = &d->hws[i]; goto found; }
+        if (d->hws[i].used < h->used) h = &d->hws[i];
+    }
+    h->size = -1;
+    if (!h->state && (*st = nvjpegJpegStateCreate(d->hw, &h->state)) != NVJPEG_STATUS_SUCCESS) {
+        h->state = NULL;
+        return NULL;
+    }
+    if ((*st = nvjpegDecodeBatchedInitialize(d->hw, h->state, size, 1, NVJPEG_OUTPUT_RGBI)) != NVJPEG_STATUS_SUCCESS)
+        return NULL;
+    h->size = size;
+    d->stats.hw_setups++;
+found:
+    h->used = ++d->tick;
+    return h;
+}
+
+static size_t rgb_bytes(int w, int h) { return ((size_t)w * h * 3 + 255) & ~(size_t)255; }
 
 static nvjpegImage_t dest(swin_nvjpeg_image *o) {
     nvjpegImage_t im;
@@ -222,12 +285,15 @@ void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
 
 swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
                                const char *const *names, int n, swin_nvjpeg_image *out) {
-    if (!d || !data || !len || !names || !out || n < 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
+    if (!d) return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
     if (buffer != 0 && buffer != 1) return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: buffer %d", buffer);
-    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
-    double t0 = now_ms();
-    /* sizes and places first: a file nvJPEG cannot parse fails alone */
+    return swin_nvjpeg_decode_into(d, &d->own[buffer], data, len, names, n, out);
+}
+
+/* Sizes and checks: out[i].ok, width, height and (as an offset until the buffer is placed) rgb;
+ * a file nvJPEG cannot parse fails alone. Returns the bytes the batch needs. */
+static size_t check_images(swin_nvjpeg *d, const uint8_t *const *data, const size_t *len, const char *const *names,
+                           int n, swin_nvjpeg_image *out) {
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         swin_nvjpeg_image *o = &out[i];
@@ -248,35 +314,57 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
             o->ok = 1;
             o->width = w[0];
             o->height = h[0];
-            o->rgb = (const uint8_t *)(uintptr_t)total; /* an offset until the buffer is placed */
-            total += ((size_t)w[0] * h[0] * 3 + 255) & ~(size_t)255;
+            o->rgb = (const uint8_t *)(uintptr_t)total;
+            total += rgb_bytes(w[0], h[0]);
         }
     }
-    SWIN_TRY(grow(d, buffer, total ? total : 256, n));
-    int nhw = 0;
+    return total;
+}
+
+swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
+                                    const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
+    if (!d || !px || !data || !len || !names || !out || n < 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
+    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
+    double t0 = now_ms();
+    size_t total = check_images(d, data, len, names, n, out);
+    /* the images the JPEG engines take; the batch padded with its smallest one (see HW_GRANULE) */
+    SWIN_TRY(grow_scratch(d, (n + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE));
+    int nhw = 0, small = -1;
     for (int i = 0; i < n; i++) {
-        if (!out[i].ok) continue;
-        out[i].rgb = d->buf[buffer] + (uintptr_t)out[i].rgb;
         int unsupported = 1;
-        if (d->hw && nvjpegJpegStreamParseHeader(d->hw, data[i], len[i], d->parsed) == NVJPEG_STATUS_SUCCESS &&
+        if (out[i].ok && d->hw &&
+            nvjpegJpegStreamParseHeader(d->hw, data[i], len[i], d->parsed) == NVJPEG_STATUS_SUCCESS &&
             nvjpegDecodeBatchedSupported(d->hw, d->parsed, &unsupported) == NVJPEG_STATUS_SUCCESS && !unsupported) {
-            d->hw_data[nhw] = data[i];
-            d->hw_len[nhw] = len[i];
-            d->hw_dst[nhw] = dest(&out[i]);
             d->hw_idx[nhw++] = i;
+            if (small < 0 || (long long)out[i].width * out[i].height < (long long)out[small].width * out[small].height)
+                small = i;
         }
+    }
+    int size = (nhw + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE, npad = size - nhw;
+    size_t pad_at = total;
+    if (npad > 0) total += (size_t)npad * rgb_bytes(out[small].width, out[small].height);
+    SWIN_TRY(grow_pixels(d, px, total ? total : 256));
+    for (int i = 0; i < n; i++)
+        if (out[i].ok) out[i].rgb = px->dev + (uintptr_t)out[i].rgb;
+    for (int j = 0; j < size; j++) {
+        int i = j < nhw ? d->hw_idx[j] : small;
+        d->hw_data[j] = data[i];
+        d->hw_len[j] = len[i];
+        memset(&d->hw_dst[j], 0, sizeof d->hw_dst[j]);
+        d->hw_dst[j].channel[0] = j < nhw ? (unsigned char *)out[i].rgb
+                                          : px->dev + pad_at + (size_t)(j - nhw) * rgb_bytes(out[i].width, out[i].height);
+        d->hw_dst[j].pitch[0] = (size_t)out[i].width * 3;
     }
     /* the JPEG engines, batched; on failure every image is retried one by one below */
     double t1 = now_ms();
     int hw_done = 0;
     if (nhw > 0) {
-        nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
-        if (d->hw_batch != nhw) s = nvjpegDecodeBatchedInitialize(d->hw, d->hw_state, nhw, 1, NVJPEG_OUTPUT_RGBI);
-        d->hw_batch = s == NVJPEG_STATUS_SUCCESS ? nhw : -1;
-        if (s == NVJPEG_STATUS_SUCCESS)
-            s = nvjpegDecodeBatched(d->hw, d->hw_state, d->hw_data, d->hw_len, d->hw_dst, d->stream);
+        nvjpegStatus_t s;
+        hw_state *h = state_for(d, size, &s);
+        if (h) s = nvjpegDecodeBatched(d->hw, h->state, d->hw_data, d->hw_len, d->hw_dst, d->stream);
         if (s == NVJPEG_STATUS_SUCCESS) hw_done = 1;
-        else d->hw_batch = -1;
+        else if (h) h->size = -1;   /* set it up afresh next time */
     }
     double t2 = now_ms();
     int nsw = 0;
@@ -296,6 +384,7 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
     cudaError_t ce = cudaStreamSynchronize(d->stream);
     double t4 = now_ms();
     d->stats.hw_images += hw_done ? nhw : 0;
+    d->stats.hw_padding += hw_done ? npad : 0;
     d->stats.sw_images += nsw;
     d->stats.parse_ms += t1 - t0;
     d->stats.hw_ms += t2 - t1;

@@ -4,7 +4,13 @@
  *   swin_nvjpeg_create(0, &d);                  // cuda:0; hardware engine when the GPU has one
  *   swin_nvjpeg_decode(d, 0, data, len, names, n, out);   // out[i]: device RGB8 or a message
  *   ... out[i].rgb valid until the next decode into buffer 0 ...
+ *   swin_nvjpeg_buffer px = {0};                // or pixels in memory the caller owns:
+ *   swin_nvjpeg_decode_into(d, &px, data, len, names, n, out);
+ *   swin_nvjpeg_buffer_free(&px);
  *   swin_nvjpeg_free(d);
+ *
+ * Threads: one swin_nvjpeg is used by one thread at a time; several, each on its own thread,
+ * decode concurrently (each has its own nvJPEG handles, states and stream, as nvJPEG asks).
  *
  * Backends: NVJPEG_BACKEND_HARDWARE (A100/H100/H200 JPEG engines: baseline, single scan) for
  * the images it supports, batched; every other image (progressive, ...) through the default
@@ -45,10 +51,25 @@ const char *swin_nvjpeg_backend(const swin_nvjpeg *d);
 swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
                                const char *const *names, int n, swin_nvjpeg_image *out);
 
+/* Device memory for decoded pixels that the caller owns: {0} to start; grown (on the decoder's
+ * GPU, with some headroom) by swin_nvjpeg_decode_into, released by swin_nvjpeg_buffer_free.
+ * The pixels of a decode stay valid until the next decode into the same buffer. */
+typedef struct {
+    uint8_t *dev;
+    size_t cap;
+    int device;             /* the GPU that holds dev */
+} swin_nvjpeg_buffer;
+void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px);
+/* swin_nvjpeg_decode into px instead of one of the decoder's own two buffers. */
+swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
+                                    const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out);
+
 /* Where the decoder's time went, summed over its calls (milliseconds of the calling thread). */
 typedef struct {
     int hw_images;          /* decoded by the JPEG engines, batched */
     int sw_images;          /* decoded one by one by the default backend */
+    int hw_setups;          /* nvjpegDecodeBatchedInitialize calls (a batch size not seen before) */
+    int hw_padding;         /* images decoded only to fill a batch up to its set-up size */
     double parse_ms;        /* image info, bitstream parsing, checks, buffer growth */
     double hw_ms;           /* nvjpegDecodeBatched (its CPU part; the engines run on) */
     double sw_ms;           /* nvjpegDecode calls */

@@ -37,7 +37,7 @@ static double now_ms(void) {
 
 double swin_pipe_now_ms(void) { return now_ms(); }
 
-static int batch_len(const pipe_t *q, int k) {
+int swin_pipe_batch_len(const pipe_t *q, int k) {
     int start = k * q->B;
     return q->n - start < q->B ? q->n - start : q->B;
 }
@@ -139,46 +139,6 @@ static void *decoder(void *arg) {
 
 // ---- running a batch (the calling thread with one session, a lane thread with several)
 
-/* nvJPEG mode: decode the batch's JPEG bytes on the lane's GPU. A file nvJPEG cannot decode
- * (CMYK, truncated, corrupt, ...) goes to the CPU decoder here, so it is decoded or refused
- * exactly as in the default mode. */
-static void gpu_decode(pipe_t *q, pipe_lane *l, pipe_slot *sl, int nb, int buffer) {
-    const uint8_t *data[4096];
-    size_t len[4096];
-    const char *names[4096];
-    int idx[4096], m = 0;
-    for (int j = 0; j < nb && m < 4096; j++)
-        if (sl->items[j].ok && sl->items[j].jpeg) {
-            data[m] = sl->items[j].jpeg;
-            len[m] = sl->items[j].jpeg_len;
-            names[m] = q->paths[(size_t)(sl->batch) * q->B + j];
-            idx[m++] = j;
-        }
-    if (!m) return;
-    double t0 = now_ms();
-    swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
-    swin_status st = out ? swin_nvjpeg_decode(l->dec, buffer, data, len, names, m, out)
-                         : swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
-    for (int i = 0; i < m; i++) {
-        pipe_item *it = &sl->items[idx[i]];
-        if (st == SWIN_OK && out[i].ok) {
-            it->img.width = out[i].width;
-            it->img.height = out[i].height;
-            it->img.rgb = (uint8_t *)out[i].rgb;
-            it->on_device = 1;
-            continue;
-        }
-        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);
-        l->st.cpu_fallback++;
-        if (cs != SWIN_OK) {
-            it->ok = 0;
-            snprintf(it->err, sizeof it->err, "%s", swin_last_error());
-        }
-    }
-    free(out);
-    l->st.gpu_decode_ms += now_ms() - t0;
-}
-
 static void slot_release_items(pipe_slot *sl, int count) {
     for (int j = 0; j < count; j++) {
         pipe_item *it = &sl->items[j];
@@ -199,7 +159,7 @@ void swin_pipe_wait_decoded(pipe_t *q, int k) {
  * captured graph (and tuned GEMMs) of the full one instead of capturing another. */
 static void start_batch(pipe_t *q, pipe_lane *l, int k) {
     pipe_slot *sl = &q->slots[k % q->depth];
-    int nb = batch_len(q, k), ngood = 0;
+    int nb = swin_pipe_batch_len(q, k), ngood = 0;
     for (int j = 0; j < nb; j++) {
         if (!sl->items[j].ok) continue;
         if (q->cpu_pre) {
@@ -226,7 +186,7 @@ static void start_batch(pipe_t *q, pipe_lane *l, int k) {
 /* Wait for batch k's forward on lane l; count the batch. */
 static void finish_batch(pipe_t *q, pipe_lane *l, int k) {
     pipe_slot *sl = &q->slots[k % q->depth];
-    int nb = batch_len(q, k);
+    int nb = swin_pipe_batch_len(q, k);
     if (sl->begun) {
         swin_images_timing t = {0};
         sl->fs = swin_forward_end(l->s, &t);
@@ -242,7 +202,7 @@ static void finish_batch(pipe_t *q, pipe_lane *l, int k) {
 }
 
 void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k) {
-    if (q->nvjpeg) gpu_decode(q, l, &q->slots[k % q->depth], batch_len(q, k), 0);
+    if (q->nvjpeg) swin_pipe_gpu_decode(q, l->dec, &l->px[0], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
     start_batch(q, l, k);
     finish_batch(q, l, k);
 }
@@ -250,7 +210,7 @@ void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k) {
 void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
                             swin_pipeline_stats *stats) {
     pipe_slot *sl = &q->slots[k % q->depth];
-    int nb = batch_len(q, k);
+    int nb = swin_pipe_batch_len(q, k);
     double t0 = now_ms();
     for (int j = 0, g = 0; j < nb; j++) {
         int i = k * q->B + j;
@@ -271,24 +231,29 @@ void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result,
     slot_release_items(sl, nb);
     pthread_mutex_lock(&q->mu);
     sl->ran = 0;
+    sl->gpu_decoded = 0;
     sl->batch = k + q->depth;
-    sl->remaining = sl->batch < q->nbatches ? batch_len(q, sl->batch) : 0;
+    sl->remaining = sl->batch < q->nbatches ? swin_pipe_batch_len(q, sl->batch) : 0;
     pthread_cond_broadcast(&q->slot_free);
     pthread_mutex_unlock(&q->mu);
 }
 
 /* One session, on the calling thread. Batch k's nvJPEG decoding and the wait for its files
  * overlap batch k-1's forward, and batch k-1 is reported while batch k's forward runs:
- *   wait decoded(k) -> [nvJPEG(k) into buffer k % 2] -> finish(k-1) -> start(k) -> report(k-1) */
+ *   wait decoded(k) -> [nvJPEG(k) into buffer k % 2] -> finish(k-1) -> start(k) -> report(k-1)
+ * With nvJPEG decoder threads (pipeline_nvjpeg.c) the wait is for their decoding of batch k. */
 static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats) {
     pipe_lane *l = &q->lanes[0];
     for (int k = 0; k < q->nbatches; k++) {
+        pipe_slot *sl = &q->slots[k % q->depth];
         double tw = now_ms();
         pthread_mutex_lock(&q->mu);
         swin_pipe_wait_decoded(q, k);
+        while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
         pthread_mutex_unlock(&q->mu);
         l->st.wait_ms += now_ms() - tw;
-        if (q->nvjpeg) gpu_decode(q, l, &q->slots[k % q->depth], batch_len(q, k), k % 2);
+        if (q->nvjpeg && !q->nvj_running)
+            swin_pipe_gpu_decode(q, l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
         if (k > 0) finish_batch(q, l, k - 1);
         start_batch(q, l, k);   /* failures are reported per image */
         if (k > 0) swin_pipe_report_batch(q, k - 1, on_result, ctx, stats);
@@ -387,10 +352,12 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         where = so->device == SWIN_DEVICE_CUDA && cfg->img_h == cfg->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
     if (where == SWIN_PRE_DEVICE_GPU && so->device != SWIN_DEVICE_CUDA)
         return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
+    int n_dec = 0;   /* nvJPEG decoders with one session */
     if (o->decoder == SWIN_DECODER_NVJPEG) {
         if (so->device != SWIN_DEVICE_CUDA || where != SWIN_PRE_DEVICE_GPU)
             return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder needs a CUDA session and GPU preprocessing");
         if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder takes batches of at most 4096");
+        SWIN_TRY(swin_pipe_nvj_count(o, &n_dec));
     } else if (o->decoder != SWIN_DECODER_CPU) {
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
     }
@@ -409,6 +376,10 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.n_lanes = n_sessions < q.nbatches ? n_sessions : q.nbatches;
     int depth = o->depth;
     if (q.n_lanes > 1 && depth < q.n_lanes + 2) depth = q.n_lanes + 2 < MAX_SLOTS ? q.n_lanes + 2 : MAX_SLOTS;
+    /* nvJPEG decoder threads, one session: one batch in its forward, one per decoder, one read */
+    int n_nvj = q.n_lanes == 1 && n_dec > 1 ? (n_dec < q.nbatches ? n_dec : q.nbatches) : 0;
+    if (n_nvj < 2) n_nvj = 0;
+    if (n_nvj && depth < n_nvj + 2) depth = n_nvj + 2;
     q.depth = depth < q.nbatches ? depth : q.nbatches;
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
@@ -431,13 +402,14 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         if (q.nvjpeg && (st = swin_nvjpeg_create(swin_session_get_options(l->s)->device_index, &l->dec)) != SWIN_OK)
             goto out;
     }
+    if (n_nvj && (st = swin_pipe_nvj_create(&q, n_nvj)) != SWIN_OK) goto out;
     /* the slots' page-locked memory comes from session 0; on a CUDA machine (unified addressing)
      * every GPU copies from it asynchronously */
     stats->pinned = !q.cpu_pre;
     for (int d = 0; d < q.depth; d++) {
         pipe_slot *sl = &q.slots[d];
         sl->batch = d;
-        sl->remaining = batch_len(&q, d);
+        sl->remaining = swin_pipe_batch_len(&q, d);
         sl->items = calloc((size_t)q.B, sizeof *sl->items);
         sl->logits = malloc((size_t)q.B * q.nc * sizeof *sl->logits);
         if (!sl->items || !sl->logits) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
@@ -469,6 +441,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     if (tid)
         for (; started < threads; started++)
             if (pthread_create(&tid[started], NULL, decoder, &q) != 0) break;
+    if (started > 0 && q.n_nvj) swin_pipe_nvj_start(&q);   /* none started: the caller decodes */
     if (started == 0) {
         st = swin_fail(SWIN_ERR_MEMORY, "pipeline: cannot start a decoder thread");
     } else if (q.n_lanes == 1 || swin_pipe_run_lanes(&q, on_result, ctx, stats) != 0) {
@@ -498,8 +471,11 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         if (q.lanes[i].dec) {
             swin_nvjpeg_stats ns;
             swin_nvjpeg_get_stats(q.lanes[i].dec, &ns);
+            stats->nvjpeg_decoders++;
             stats->nvjpeg_hw_images += ns.hw_images;
             stats->nvjpeg_sw_images += ns.sw_images;
+            stats->nvjpeg_hw_setups += ns.hw_setups;
+            stats->nvjpeg_hw_padding += ns.hw_padding;
             stats->nvjpeg_parse_ms += ns.parse_ms;
             stats->nvjpeg_hw_ms += ns.hw_ms;
             stats->nvjpeg_sw_ms += ns.sw_ms;
@@ -507,6 +483,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         }
         if (per_session) per_session[i] = *ls;
     }
+    swin_pipe_nvj_finish(&q, stats);   /* the nvJPEG decoder threads' counts */
 out:
     if (q.slots)
         for (int d = 0; d < q.depth; d++) {
@@ -516,10 +493,13 @@ out:
             free(sl->logits);
             free(sl->x);
             swin_session_host_free(s, sl->arena);
+            swin_nvjpeg_buffer_free(&sl->px);
         }
     free(q.slots);
+    swin_pipe_nvj_free(&q);
     if (q.lanes)
         for (int i = 0; i < q.n_lanes; i++) {
+            for (int b = 0; b < 2; b++) swin_nvjpeg_buffer_free(&q.lanes[i].px[b]);
             swin_nvjpeg_free(q.lanes[i].dec);
             free(q.lanes[i].on_device);
             free(q.lanes[i].imgs);

@@ -19,9 +19,15 @@
  * forward is asynchronous: swin_forward_images_begin / swin_forward_end). Memory is bounded by
  * depth x batch images. On a CUDA session a short batch (the last one, or one with bad files)
  * runs padded to the full batch, and a warm-up batch runs first (options.warmup).
- * With SWIN_DECODER_NVJPEG the threads only read JPEG files and the calling thread decodes each
- * batch's JPEGs on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG
- * cannot decode is given to the CPU decoder, which decodes it or reports why not.
+ * With SWIN_DECODER_NVJPEG the threads only read JPEG files and each batch's JPEGs are decoded
+ * on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG cannot decode
+ * is given to the CPU decoder, which decodes it or reports why not. With one session,
+ * options.nvjpeg_decoders (default 2, or SWIN_NVJPEG_STATES from the environment) nvJPEG
+ * decoders, each on its own thread with its own handles, states, stream and device pixels,
+ * decode consecutive batches at the same time (each batch's pixels live in its slot until the
+ * batch is reported, so depth is raised to decoders + 2); with 1, the calling thread decodes
+ * batch k between the forwards of k-1 and k, as before. With several sessions each session's
+ * thread decodes its own batches.
  *
  * Several sessions (swin_pipeline_run_multi: one per GPU, or CPU sessions) share the decoder
  * threads: a thread per session takes the next decoded batch, whichever session is free first,
@@ -61,6 +67,9 @@ typedef struct {
     int warmup;                    /* 1 (default): on a CUDA session, one batch of a synthetic
                                       picture runs before the clock starts (GEMM tuning, graph
                                       capture, buffers), timed as warmup_ms */
+    int nvjpeg_decoders;           /* NVJPEG with one session: decoders working on different
+                                      batches at once, 1 .. 8; 0 (default): SWIN_NVJPEG_STATES
+                                      from the environment when set, else 2 */
 } swin_pipeline_options;
 
 /* "cpu" / "nvjpeg" (also accepted: "libjpeg" for cpu) */
@@ -88,11 +97,13 @@ typedef struct {
     double warmup_ms;              /* the warm-up batch (0 when none ran) */
     double read_ms, decode_ms, cpu_preprocess_ms;   /* decoder threads */
     double wait_ms;                /* caller waiting for decoded batches (the GPU idles) */
-    double gpu_decode_ms;          /* nvJPEG, on the calling thread */
+    double gpu_decode_ms;          /* nvJPEG: on the calling thread, or summed over the nvJPEG
+                                      decoder threads when there are several */
     double upload_ms, gpu_preprocess_ms, forward_ms;          /* per swin_images_timing */
     double output_ms;              /* on_result calls */
-    /* nvJPEG mode: images by backend, and the decoder's time (calling thread, ms) */
-    int nvjpeg_hw_images, nvjpeg_sw_images;
+    /* nvJPEG mode: decoders, images by backend, batched set-ups, padding images, and the
+     * decoders' time (ms, summed over the decoders) */
+    int nvjpeg_decoders, nvjpeg_hw_images, nvjpeg_sw_images, nvjpeg_hw_setups, nvjpeg_hw_padding;
     double nvjpeg_parse_ms, nvjpeg_hw_ms, nvjpeg_sw_ms, nvjpeg_sync_ms;
 } swin_pipeline_stats;
 

@@ -1,5 +1,6 @@
-/* pipeline_impl.h - what pipeline.c (decoder threads, slots, the in-order report) and
- * pipeline_multi.c (one thread per session) share. Internal to src/image/pipeline*.c.
+/* pipeline_impl.h - what pipeline.c (decoder threads, slots, the in-order report),
+ * pipeline_multi.c (one thread per session) and pipeline_nvjpeg.c (nvJPEG decoding, and the
+ * nvJPEG decoder threads of one session) share. Internal to src/image/pipeline*.c.
  *
  * A slot holds one batch through its life: decoded by the decoder threads (remaining counts
  * down to 0), run by a lane (a session and its scratch: the forward's logits and status land
@@ -37,15 +38,22 @@ typedef struct {
     float *logits;               /* [batch, classes]: the good images' logits, packed */
     swin_status fs;              /* the forward's status */
     char fmsg[1024];             /* its message when it failed */
+    swin_nvjpeg_buffer px;       /* nvJPEG decoder threads: the batch's device pixels, read by
+                                    its forward, rewritten only after it was reported */
+    int gpu_decoded;             /* nvJPEG decoder threads: its JPEGs are decoded */
 } pipe_slot;
 
 typedef struct {                 /* one session and what running a batch on it needs */
     swin_session *s;
     swin_nvjpeg *dec;            /* nvJPEG mode: on this session's GPU */
+    swin_nvjpeg_buffer px[2];    /* its device pixels when this lane decodes (alternately with
+                                    one session on the calling thread, else the first) */
     swin_image *imgs;            /* [batch] */
     int *on_device;              /* [batch] */
     swin_pipeline_stats st;      /* its images, failed, batches, wait and GPU stages */
 } pipe_lane;
+
+typedef struct pipe_nvj pipe_nvj;
 
 typedef struct {
     const swin_preprocess_params *p;
@@ -61,9 +69,21 @@ typedef struct {
     int next;                    /* next input index to decode */
     int next_run;                /* lanes: the next batch to run */
     double read_ms, decode_ms, pre_ms;   /* summed over decoder threads, under mu */
+    pipe_nvj *nvj;               /* nvJPEG decoder threads (one session), [n_nvj] */
+    int n_nvj, nvj_running;      /* made, and started (0: the calling thread decodes) */
+    int next_gpu;                /* the next batch for an nvJPEG decoder thread */
 } pipe_t;
 
+struct pipe_nvj {                /* one nvJPEG decoder thread */
+    pipe_t *q;
+    swin_nvjpeg *dec;            /* its own, except the first's, which is lane 0's */
+    pthread_t tid;
+    int cpu_fallback;            /* JPEGs it handed to the CPU decoder */
+    double ms;                   /* its time decoding */
+};
+
 double swin_pipe_now_ms(void);
+int swin_pipe_batch_len(const pipe_t *q, int k);
 /* Wait (under q->mu, held on entry and exit) until batch k is decoded into its slot. */
 void swin_pipe_wait_decoded(pipe_t *q, int k);
 /* Run decoded batch k on lane l, start to end: nvJPEG decode, forward; the outcome goes into
@@ -75,5 +95,21 @@ int swin_pipe_run_lanes(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx,
 /* Report batch k in input order, then hand its slot to batch k + depth (calling thread). */
 void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
                             swin_pipeline_stats *stats);
+
+// ---- pipeline_nvjpeg.c
+
+/* nvJPEG mode: decode batch k's JPEG bytes (in its slot) with dec into px; a JPEG that nvJPEG
+ * cannot decode goes to the CPU decoder (counted in *cpu_fallback); the time is added to *ms. */
+void swin_pipe_gpu_decode(pipe_t *q, swin_nvjpeg *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms);
+/* The number of nvJPEG decoders for one session: o->nvjpeg_decoders, else SWIN_NVJPEG_STATES
+ * from the environment, else 2. */
+swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, int *out);
+/* Make n nvJPEG decoder records on lane 0's GPU (the first borrows lane 0's decoder). */
+swin_status swin_pipe_nvj_create(pipe_t *q, int n);
+/* Start their threads: q->nvj_running of them run after this (0: none, the caller decodes). */
+void swin_pipe_nvj_start(pipe_t *q);
+/* Join the threads (every batch was claimed) and add their counts to stats. */
+void swin_pipe_nvj_finish(pipe_t *q, swin_pipeline_stats *stats);
+void swin_pipe_nvj_free(pipe_t *q);
 
 #endif

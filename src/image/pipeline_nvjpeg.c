@@ -1,0 +1,148 @@
+/* pipeline_nvjpeg.c - nvJPEG in the pipeline (pipeline.h, SWIN_DECODER_NVJPEG): decoding one
+ * batch's JPEG bytes on the GPU, and, with one session, the nvJPEG decoder threads that decode
+ * consecutive batches at the same time.
+ *
+ * Decoder threads: each has its own swin_nvjpeg (handles, batched states, stream) and claims the
+ * next batch in input order (next_gpu), waits until the CPU threads have read its files, decodes
+ * it into the slot's device buffer (pipe_slot.px) and sets gpu_decoded; the calling thread waits
+ * for that flag before the batch's forward. A slot is handed to a later batch only after its
+ * batch was reported, which is after its forward ended, so the pixels a forward reads are never
+ * overwritten under it, and memory stays depth batches. Batches are claimed in order and a
+ * batch waits only for earlier ones, so the threads never wait on each other in a circle.
+ * Test: build/tests/test_gpu_pipeline (one decoder against three, bit for bit).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pipeline_impl.h"
+
+#define MAX_DECODERS 8
+#define DEFAULT_DECODERS 2
+
+void swin_pipe_gpu_decode(pipe_t *q, swin_nvjpeg *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms) {
+    pipe_slot *sl = &q->slots[k % q->depth];
+    int nb = swin_pipe_batch_len(q, k);
+    const uint8_t *data[4096];
+    size_t len[4096];
+    const char *names[4096];
+    int idx[4096], m = 0;
+    for (int j = 0; j < nb && m < 4096; j++)
+        if (sl->items[j].ok && sl->items[j].jpeg) {
+            data[m] = sl->items[j].jpeg;
+            len[m] = sl->items[j].jpeg_len;
+            names[m] = q->paths[(size_t)k * q->B + j];
+            idx[m++] = j;
+        }
+    if (!m) return;
+    double t0 = swin_pipe_now_ms();
+    swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
+    swin_status st = out ? swin_nvjpeg_decode_into(dec, px, data, len, names, m, out)
+                         : swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
+    for (int i = 0; i < m; i++) {
+        pipe_item *it = &sl->items[idx[i]];
+        if (st == SWIN_OK && out[i].ok) {
+            it->img.width = out[i].width;
+            it->img.height = out[i].height;
+            it->img.rgb = (uint8_t *)out[i].rgb;
+            it->on_device = 1;
+            continue;
+        }
+        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);
+        (*cpu_fallback)++;
+        if (cs != SWIN_OK) {
+            it->ok = 0;
+            snprintf(it->err, sizeof it->err, "%s", swin_last_error());
+        }
+    }
+    free(out);
+    *ms += swin_pipe_now_ms() - t0;
+}
+
+swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, int *out) {
+    int n = o->nvjpeg_decoders;
+    if (n == 0) {
+        const char *e = getenv("SWIN_NVJPEG_STATES");
+        if (!e || !*e) {
+            n = DEFAULT_DECODERS;
+        } else {
+            char *end;
+            long v = strtol(e, &end, 10);
+            if (*end || v < 1 || v > MAX_DECODERS)
+                return swin_fail(SWIN_ERR_ARGUMENT, "SWIN_NVJPEG_STATES='%s': expected 1 to %d nvJPEG decoders", e,
+                                 MAX_DECODERS);
+            n = (int)v;
+        }
+    }
+    if (n < 1 || n > MAX_DECODERS)
+        return swin_fail(SWIN_ERR_ARGUMENT, "pipeline nvjpeg_decoders %d out of range [0, %d]", n, MAX_DECODERS);
+    *out = n;
+    return SWIN_OK;
+}
+
+swin_status swin_pipe_nvj_create(pipe_t *q, int n) {
+    q->nvj = calloc((size_t)n, sizeof *q->nvj);
+    if (!q->nvj) return swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory");
+    q->n_nvj = n;
+    int dev = swin_session_get_options(q->lanes[0].s)->device_index;
+    for (int i = 0; i < n; i++) {
+        q->nvj[i].q = q;
+        if (i == 0) q->nvj[i].dec = q->lanes[0].dec;
+        else SWIN_TRY(swin_nvjpeg_create(dev, &q->nvj[i].dec));
+    }
+    return SWIN_OK;
+}
+
+static void *nvj_main(void *arg) {
+    pipe_nvj *w = arg;
+    pipe_t *q = w->q;
+    pthread_mutex_lock(&q->mu);
+    while (q->next_gpu < q->nbatches) {
+        int k = q->next_gpu++;
+        pipe_slot *sl = &q->slots[k % q->depth];
+        swin_pipe_wait_decoded(q, k);
+        pthread_mutex_unlock(&q->mu);
+        swin_pipe_gpu_decode(q, w->dec, &sl->px, k, &w->cpu_fallback, &w->ms);
+        pthread_mutex_lock(&q->mu);
+        sl->gpu_decoded = 1;
+        pthread_cond_broadcast(&q->batch_done);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+void swin_pipe_nvj_start(pipe_t *q) {
+    q->nvj_running = 0;
+    for (int i = 0; i < q->n_nvj; i++) {
+        if (pthread_create(&q->nvj[i].tid, NULL, nvj_main, &q->nvj[i]) != 0) break;
+        q->nvj_running++;
+    }
+}
+
+void swin_pipe_nvj_finish(pipe_t *q, swin_pipeline_stats *stats) {
+    for (int i = 0; i < q->nvj_running; i++) pthread_join(q->nvj[i].tid, NULL);
+    for (int i = 0; i < q->n_nvj; i++) {
+        stats->cpu_fallback += q->nvj[i].cpu_fallback;
+        stats->gpu_decode_ms += q->nvj[i].ms;
+        if (i == 0) continue;   /* lane 0's decoder, counted with the lanes */
+        swin_nvjpeg_stats ns;
+        swin_nvjpeg_get_stats(q->nvj[i].dec, &ns);
+        stats->nvjpeg_hw_images += ns.hw_images;
+        stats->nvjpeg_sw_images += ns.sw_images;
+        stats->nvjpeg_hw_setups += ns.hw_setups;
+        stats->nvjpeg_hw_padding += ns.hw_padding;
+        stats->nvjpeg_parse_ms += ns.parse_ms;
+        stats->nvjpeg_hw_ms += ns.hw_ms;
+        stats->nvjpeg_sw_ms += ns.sw_ms;
+        stats->nvjpeg_sync_ms += ns.sync_ms;
+    }
+    if (q->nvj_running) stats->nvjpeg_decoders = q->nvj_running;
+}
+
+void swin_pipe_nvj_free(pipe_t *q) {
+    for (int i = 1; q->nvj && i < q->n_nvj; i++) swin_nvjpeg_free(q->nvj[i].dec);
+    free(q->nvj);
+    q->nvj = NULL;
+    q->n_nvj = q->nvj_running = 0;
+}
