@@ -67,7 +67,7 @@ static void usage(FILE *f) {
             "                          (default gpu with --device cuda; the same values either way)\n"
             "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
             "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly;\n"
-            "                          one GPU: SWIN_NVJPEG_STATES=N decoders at once, default 2)\n"
+            "                          one GPU: SWIN_NVJPEG_STATES=N decoders at once, default 1)\n"
             "      --timing            print the time per stage on stderr at the end\n"
             CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP

@@ -19,7 +19,7 @@
 #include "pipeline_impl.h"
 
 #define MAX_DECODERS 8
-#define DEFAULT_DECODERS 2
+#define DEFAULT_DECODERS 1
 
 void swin_pipe_gpu_decode(pipe_t *q, swin_nvjpeg *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms) {
     pipe_slot *sl = &q->slots[k % q->depth];
