@@ -50,12 +50,9 @@ void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w
                          int M, int K, int N, swin_act act, float *xq) {
     float inv_s = 1.0f / w->s;
     #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++)
-        for (int k = 0; k < K; k++)
-            xq[(size_t)m * K + k] = swin_e4m3_to_float(swin_e4m3_from_float(in[(size_t)m * K + k] * inv_s));
-    #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
-        const float *x = xq + (size_t)m * K;
+        float *x = xq + (size_t)m * K;   /* row m of the input in E4M3, as floats */
+        for (int k = 0; k < K; k++) x[k] = swin_e4m3_to_float(swin_e4m3_from_float(in[(size_t)m * K + k] * inv_s));
         for (int n = 0; n < N; n++) {
             float acc = (float)dot(x, w->wq + (size_t)n * K, K);
             float y = acc * w->s * w->ws[n];
