@@ -4,7 +4,9 @@
  * Reductions (dot products, LayerNorm statistics, softmax sums) accumulate in double so that the
  * reference stays ~1e-6 from a float64 PyTorch run. Rows are spread over threads with OpenMP when
  * it is available; results do not depend on the thread count.
- * Test: tests/test_layers_cpu.c (small hand-checked cases), tests/cli_verify.sh (whole models).
+ * swin_linear_fp8_cpu is the FP8 sites' GEMM of src/fp8.h, emulated: E4M3 values held in floats.
+ * Test: tests/test_layers_cpu.c (small hand-checked cases), tests/cli_verify.sh (whole models),
+ * tests/test_fp8.c (the FP8 GEMM).
  */
 #include <math.h>
 #include <string.h>

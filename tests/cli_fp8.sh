@@ -9,7 +9,8 @@
 #     against fp32: at most one image fewer correct, both printed;
 #   - verify --precision fp8 PASSes on four fixtures (default scales, or calibrated on random
 #     images) with the fp8 tolerance 2.2e-01 and every top-1 equal; FAILs with scales that
-#     saturate (calibrate --margin 0.01);
+#     saturate (calibrate --margin 0.01); two fixtures agree to 1e-5 with tools/fp8_reference.py,
+#     the same arithmetic in PyTorch (when python3 has torch, safetensors and timm);
 #   - refused, exit 2 with a message naming the problem: --scales without fp8 (classify, verify,
 #     bench), a missing, corrupt or other model's scales file, calibrate without images, with an
 #     empty directory, with only bad files, without --out, with --precision fp8, an unwritable --out.
@@ -91,6 +92,23 @@ run calibrate --model "$d" --random 8 --margin 0.01 -o "$tmp/saturating.json"
 run verify --model "$d" --reference "$d/reference.safetensors" --precision fp8 --scales "$tmp/saturating.json"
 if [ $rc -eq 1 ] && [[ $(tail -n1 "$tmp/out") =~ ^FAIL\ rel ]]; then ok "verify fp8 with saturating scales: $(tail -n1 "$tmp/out")"
 else bad "verify fp8 with saturating scales (exit $rc)"; fi
+
+# ---- against an independent emulation (tools/fp8_reference.py: PyTorch's float8_e4m3fn), when
+# python3 has torch, safetensors and timm: the same arithmetic, so 1e-5 (these two fixtures hold no
+# input near an E4M3 rounding boundary; see the tool)
+py=${SWIN_PYTHON:-python3}
+if "$py" -c 'import torch, safetensors, timm' >/dev/null 2>&1; then
+  for name in ref_timm_v1_w7 ref_timm_v2_w8; do
+    d=$data/$name
+    "$py" "$src/tools/fp8_reference.py" "$d" --scales "$tmp/$name.json" -o "$tmp/$name.fp8.safetensors" >"$tmp/out" 2>"$tmp/err"
+    run verify --model "$d" --reference "$tmp/$name.fp8.safetensors" --precision fp8 --scales "$tmp/$name.json" --tolerance 1e-5
+    if [ $rc -eq 0 ] && [[ $(tail -n1 "$tmp/out") =~ ^PASS\ rel ]]; then ok "fp8 $name against PyTorch's E4M3: $(tail -n1 "$tmp/out")"
+    else bad "fp8 $name against tools/fp8_reference.py (exit $rc)"; fi
+  done
+else
+  echo "cli_fp8: $py lacks torch, safetensors or timm: the comparison with tools/fp8_reference.py is skipped"
+fi
+d=$data/ref_timm_v1_w7
 
 # ---- refused: exit 2 and a message naming the problem
 # refuse LABEL TEXT CMD ARGS...: exit 2, TEXT on stderr
