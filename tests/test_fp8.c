@@ -100,12 +100,19 @@ static void test_encode(void) {
 
 // ---- sites
 
-static void test_sites(const char *src) {
+/* the model in src/dir, NULL after a failed check */
+static swin_model *load(const char *src, const char *dir) {
     char path[1200];
-    snprintf(path, sizeof path, "%s/weights/digits", src);
+    snprintf(path, sizeof path, "%s/%s", src, dir);
     swin_model *m = NULL;
     swin_load_options lo = swin_load_options_default();
-    if (!CHECK(swin_model_load(path, &lo, &m) == SWIN_OK, "load %s: %s", path, swin_last_error())) return;
+    CHECK(swin_model_load(path, &lo, &m) == SWIN_OK, "load %s: %s", path, swin_last_error());
+    return m;
+}
+
+static void test_sites(const char *src) {
+    swin_model *m = load(src, "weights/digits");
+    if (!m) return;
     static const struct { const char *name; int K, N; } want[17] = {
         {"layers.0.blocks.0.attn.qkv", 64, 192}, {"layers.0.blocks.0.attn.proj", 64, 64},
         {"layers.0.blocks.0.mlp.fc1", 64, 256},  {"layers.0.blocks.0.mlp.fc2", 256, 64},
@@ -135,8 +142,7 @@ static void test_sites(const char *src) {
     }
     swin_model_free(m);
     /* a transformers checkpoint (HF names, merges at the end of stages): timm's names, merge first */
-    snprintf(path, sizeof path, "%s/tests/data/ref_hf_v1_w7", src);
-    if (!CHECK(swin_model_load(path, &lo, &m) == SWIN_OK, "load %s: %s", path, swin_last_error())) return;
+    if (!(m = load(src, "tests/data/ref_hf_v1_w7"))) return;
     int n = swin_fp8_sites(m, NULL), at = 4 * m->w.stages[0].depth;
     swin_fp8_site *hs = malloc(sizeof *hs * (size_t)n);
     char name[64] = "";
@@ -198,11 +204,8 @@ static void test_quantize(void) {
 static double rel(const float *a, const float *b, size_t n) { return tu_max_abs_diff(a, b, n) / tu_max_abs(b, n); }
 
 static void test_forward(const char *src) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/weights/digits", src);
-    swin_model *m = NULL;
-    swin_load_options lo = swin_load_options_default();
-    if (!CHECK(swin_model_load(path, &lo, &m) == SWIN_OK, "load %s: %s", path, swin_last_error())) return;
+    swin_model *m = load(src, "weights/digits");
+    if (!m) return;
     enum { B = 4 };
     const swin_config *c = &m->cfg;
     int n = swin_fp8_sites(m, NULL), L = m->w.stages[0].res_h * m->w.stages[0].res_w, C = c->embed_dim;
