@@ -167,7 +167,7 @@ static swin_status read_sites(const cJSON *sites, const char *path, const char *
                              (double)FLT_MIN);
         scale[i] = (float)s->valuedouble;
         if (!scale_ok(scale[i]))   /* a double that rounds to 0 or inf as a float */
-            return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': scale %g is out of the float range", path, e->string,
+            return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'scale' %g is out of the float range", path, e->string,
                              s->valuedouble);
     }
     for (int i = 0; i < n; i++)

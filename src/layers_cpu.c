@@ -4,7 +4,9 @@
  * Reductions (dot products, LayerNorm statistics, softmax sums) accumulate in double so that the
  * reference stays ~1e-6 from a float64 PyTorch run. Rows are spread over threads with OpenMP when
  * it is available; results do not depend on the thread count.
- * Test: tests/test_layers_cpu.c (small hand-checked cases), tests/cli_verify.sh (whole models).
+ * swin_linear_fp8_cpu is the FP8 sites' GEMM of src/fp8.h, emulated: E4M3 values held in floats.
+ * Test: tests/test_layers_cpu.c (small hand-checked cases), tests/cli_verify.sh (whole models),
+ * tests/test_fp8.c (the FP8 GEMM).
  */
 #include <math.h>
 #include <string.h>
@@ -50,12 +52,9 @@ void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w
                          int M, int K, int N, swin_act act, float *xq) {
     float inv_s = 1.0f / w->s;
     #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++)
-        for (int k = 0; k < K; k++)
-            xq[(size_t)m * K + k] = swin_e4m3_to_float(swin_e4m3_from_float(in[(size_t)m * K + k] * inv_s));
-    #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) {
-        const float *x = xq + (size_t)m * K;
+        float *x = xq + (size_t)m * K;   /* row m of the input in E4M3, as floats */
+        for (int k = 0; k < K; k++) x[k] = swin_e4m3_to_float(swin_e4m3_from_float(in[(size_t)m * K + k] * inv_s));
         for (int n = 0; n < N; n++) {
             float acc = (float)dot(x, w->wq + (size_t)n * K, K);
             float y = acc * w->s * w->ws[n];

@@ -45,6 +45,36 @@ int cli_parse_size(const char *s, int *h, int *w) {
     return cli_parse_int(head, 1, 16384, h) || cli_parse_int(x + 1, 1, 16384, w);
 }
 
+int cli_image_flag(const char *cmd, int argc, char **argv, int *i, cli_image_flags *f) {
+    const char *flag = argv[*i], *v;
+    if (!cli_flag(flag, "-t", "--threads") && strcmp(flag, "--preprocess") && strcmp(flag, "--pillow") &&
+        strcmp(flag, "--img-size"))
+        return 0;
+    if (!(v = cli_value(cmd, argc, argv, i))) return EXIT_USAGE;
+    swin_preprocess_style style;
+    if (!strcmp(flag, "--preprocess")) {
+        if (swin_preprocess_style_parse(v, &style) != SWIN_OK)
+            return cli_usage_error(cmd, "bad --preprocess '%s' (expected timm or hf)", v);
+        f->style = v;
+    } else if (!strcmp(flag, "--pillow")) {
+        if (swin_pillow_parse(v, &f->pillow) != SWIN_OK)
+            return cli_usage_error(cmd, "bad --pillow '%s' (expected a Pillow version such as 12 or 12.3.0)", v);
+    } else if (!strcmp(flag, "--img-size")) {
+        if (cli_parse_size(v, &f->img_h, &f->img_w))
+            return cli_usage_error(cmd, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+    } else if (cli_parse_int(v, 1, 1024, &f->threads)) {
+        return cli_usage_error(cmd, "bad --threads '%s' (expected an integer from 1 to 1024)", v);
+    }
+    return 1;
+}
+
+swin_preprocess_params cli_image_params(const cli_image_flags *f, const swin_config *c) {
+    swin_preprocess_params pp = swin_preprocess_params_from_config(c);
+    if (f->style) swin_preprocess_style_parse(f->style, &pp.style);
+    pp.pillow = f->pillow;
+    return pp;
+}
+
 static int g_quiet;
 static const char *g_origin;
 

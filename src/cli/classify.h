@@ -15,10 +15,9 @@
 #define CMD "classify"
 
 typedef struct {
-    const char *model, *arch, *list, *style, *out, *device_spec;
-    int top, json, batch, threads, timing;
-    int img_h, img_w;   /* --img-size, 0: the config's */
-    int pillow;         /* --pillow major version, 0: SWIN_PILLOW_DEFAULT */
+    const char *model, *arch, *list, *out, *device_spec;
+    int top, json, batch, timing;
+    cli_image_flags img;   /* --threads, --preprocess, --pillow, --img-size */
     swin_preprocess_device pre_device;
     swin_decoder decoder;
     cli_devices dev;

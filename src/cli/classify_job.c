@@ -13,8 +13,8 @@
 static int open_sessions(const classify_args *a, classify_job *j) {
     swin_load_options lo = swin_load_options_default();
     lo.arch = a->arch;
-    lo.img_h = a->img_h;
-    lo.img_w = a->img_w;
+    lo.img_h = a->img.img_h;
+    lo.img_w = a->img.img_w;
     if (swin_model_load(a->model, &lo, &j->model) != SWIN_OK) return cli_usage_error(CMD, "%s", swin_last_error());
     const swin_config *cfg = swin_model_config(j->model);
     if (cfg->in_chans != 3)

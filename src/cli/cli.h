@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "preprocess.h"
 #include "swin.h"
 
 #define EXIT_FAILED 1
@@ -54,6 +55,20 @@ int cli_parse_size(const char *s, int *h, int *w);
     "      --pillow VERSION    resize as this Pillow version does (default " CLI_STR(SWIN_PILLOW_DEFAULT) "; Pillow 12\n" \
     "                          and older always resize horizontally first, which differs by a few\n" \
     "                          levels when the height shrinks much more than the width)\n"
+/* ---- the image pipeline's flags, shared by classify and calibrate: -t/--threads, --preprocess,
+ * --pillow, --img-size */
+typedef struct {
+    int threads;          /* decoder threads, 0: the number of cores */
+    const char *style;    /* --preprocess timm | hf, NULL: the model's own */
+    int pillow;           /* --pillow major version, 0: SWIN_PILLOW_DEFAULT */
+    int img_h, img_w;     /* --img-size, 0: the config's */
+} cli_image_flags;
+/* argv[*i] is one of them: parsed (*i at its value), returns 1; it is not: 0; a bad value:
+ * EXIT_USAGE after the message. */
+int cli_image_flag(const char *cmd, int argc, char **argv, int *i, cli_image_flags *f);
+/* the model's preprocessing with --preprocess and --pillow */
+swin_preprocess_params cli_image_params(const cli_image_flags *f, const swin_config *c);
+
 /* strict integer / float parsing; 0 on success */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 int cli_parse_float(const char *s, float *out);

@@ -24,9 +24,9 @@
 #define CMD "calibrate"
 
 typedef struct {
-    const char *model, *arch, *images, *out, *style;
-    int random, batch, threads, pillow;
-    int img_h, img_w;
+    const char *model, *arch, *images, *out;
+    int random, batch;
+    cli_image_flags img;   /* --threads, --preprocess, --pillow, --img-size */
     float margin;
     swin_session_options so;
 } calibrate_args;
@@ -62,7 +62,7 @@ static int parse(int argc, char **argv, calibrate_args *a) {
     a->so.calibrate = 1;
     a->batch = 8;
     a->margin = 2.0f;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1, r; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
 #define VALUE() if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE
         if (cli_flag(f, "-h", "--help")) { usage(stdout); return 1; }
@@ -92,24 +92,8 @@ static int parse(int argc, char **argv, calibrate_args *a) {
             VALUE();
             if (cli_parse_float(v, &a->margin) || !(a->margin > 0))
                 return cli_usage_error(CMD, "bad --margin '%s' (expected a number > 0, e.g. 2)", v);
-        } else if (cli_flag(f, "-t", "--threads")) {
-            VALUE();
-            if (cli_parse_int(v, 1, 1024, &a->threads))
-                return cli_usage_error(CMD, "bad --threads '%s' (expected an integer from 1 to 1024)", v);
-        } else if (!strcmp(f, "--preprocess")) {
-            VALUE();
-            swin_preprocess_style s;
-            if (swin_preprocess_style_parse(v, &s) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --preprocess '%s' (expected timm or hf)", v);
-            a->style = v;
-        } else if (!strcmp(f, "--pillow")) {
-            VALUE();
-            if (swin_pillow_parse(v, &a->pillow) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --pillow '%s' (expected a Pillow version such as 12 or 12.3.0)", v);
-        } else if (!strcmp(f, "--img-size")) {
-            VALUE();
-            if (cli_parse_size(v, &a->img_h, &a->img_w))
-                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
+        } else if ((r = cli_image_flag(CMD, argc, argv, &i, &a->img))) {
+            if (r != 1) return r;
         } else return cli_usage_error(CMD, "unknown option '%s' (try swin calibrate --help)", f);
 #undef VALUE
     }
@@ -135,12 +119,10 @@ static void on_result(void *ctx, const swin_pipeline_result *r) {
 
 /* --images: the files through the pipeline, bad ones reported; 0, 1 (some failed) or EXIT_USAGE */
 static int run_images(const calibrate_args *a, const swin_model *m, swin_session *s, const path_list *paths) {
-    swin_preprocess_params pp = swin_preprocess_params_from_config(swin_model_config(m));
-    if (a->style) swin_preprocess_style_parse(a->style, &pp.style);
-    pp.pillow = a->pillow;
+    swin_preprocess_params pp = cli_image_params(&a->img, swin_model_config(m));
     swin_pipeline_options po = swin_pipeline_options_default();
     po.batch = swin_session_get_options(s)->max_batch;
-    po.threads = a->threads;
+    po.threads = a->img.threads;
     po.warmup = 0;   /* a warm-up picture would be recorded like any image */
     run_ctx c = {0};
     swin_pipeline_stats st;
@@ -186,8 +168,8 @@ int cmd_calibrate(int argc, char **argv) {
     swin_session *sess = NULL;
     swin_load_options lo = swin_load_options_default();
     lo.arch = a.arch;
-    lo.img_h = a.img_h;
-    lo.img_w = a.img_w;
+    lo.img_h = a.img.img_h;
+    lo.img_w = a.img.img_w;
     int n = a.images ? paths.n : a.random;
     a.so.max_batch = a.batch < n ? a.batch : n;
     if (swin_model_load(a.model, &lo, &model) != SWIN_OK || swin_session_create(model, &a.so, &sess) != SWIN_OK) {

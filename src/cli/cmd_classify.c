@@ -93,26 +93,14 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
     a->device_spec = "cpu";
     a->precision = (swin_precision)-1;
     *n_inputs = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1, r; i < argc; i++) {
         const char *f = argv[i], *v;
 #define VALUE() do { if (!(v = cli_value(CMD, argc, argv, &i))) return EXIT_USAGE; } while (0)
         if (cli_flag(f, "-h", "--help")) return 1;
         else if (!strcmp(f, "--json")) a->json = 1;
         else if (!strcmp(f, "--timing")) a->timing = 1;
-        else if (!strcmp(f, "--img-size")) {
-            VALUE();
-            if (cli_parse_size(v, &a->img_h, &a->img_w))
-                return cli_usage_error(CMD, "bad --img-size '%s' (expected S or HxW, 1 to 16384 each)", v);
-        }
-        else if (!strcmp(f, "--pillow")) {
-            VALUE();
-            if (swin_pillow_parse(v, &a->pillow) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --pillow '%s' (expected a Pillow version such as 12 or 12.3.0)", v);
-        }
-        else if (cli_flag(f, "-t", "--threads")) {
-            VALUE();
-            if (cli_parse_int(v, 1, 1024, &a->threads))
-                return cli_usage_error(CMD, "bad --threads '%s' (expected an integer from 1 to 1024)", v);
+        else if ((r = cli_image_flag(CMD, argc, argv, &i, &a->img))) {
+            if (r != 1) return r;
         } else if (!strcmp(f, "--decoder")) {
             VALUE();
             if (swin_decoder_parse(v, &a->decoder) != SWIN_OK)
@@ -126,13 +114,7 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         else if (cli_flag(f, "-a", "--arch")) { VALUE(); a->arch = v; }
         else if (cli_flag(f, "-l", "--list")) { VALUE(); a->list = v; }
         else if (cli_flag(f, "-o", "--out")) { VALUE(); a->out = v; }
-        else if (!strcmp(f, "--preprocess")) {
-            VALUE();
-            swin_preprocess_style s;
-            if (swin_preprocess_style_parse(v, &s) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --preprocess '%s' (expected timm or hf)", v);
-            a->style = v;
-        } else if (cli_flag(f, "-k", "--top")) {
+        else if (cli_flag(f, "-k", "--top")) {
             VALUE();
             if (cli_parse_int(v, 1, 1000000, &a->top))
                 return cli_usage_error(CMD, "bad --top '%s' (expected a positive integer)", v);
@@ -301,9 +283,7 @@ static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stat
 static int run(const classify_args *a, classify_job *j) {
     cli_dist *d = j->d;
     const swin_config *cfg = swin_model_config(j->model);
-    swin_preprocess_params pp = swin_preprocess_params_from_config(cfg);
-    if (a->style) swin_preprocess_style_parse(a->style, &pp.style);
-    pp.pillow = a->pillow;
+    swin_preprocess_params pp = cli_image_params(&a->img, cfg);
     int lo, hi;
     job_shard(j, &lo, &hi);
     cli_sink sink = {CMD, d->rank == 0 ? j->out : NULL, clear_progress, NULL, 0, 0, NULL, 0, 0, 0};
@@ -314,7 +294,7 @@ static int run(const classify_args *a, classify_job *j) {
     c.progress = d->rank == 0 && isatty(fileno(stderr)) && hi - lo > j->batch;
     swin_pipeline_options po = swin_pipeline_options_default();
     po.batch = j->batch;
-    po.threads = a->threads;
+    po.threads = a->img.threads;
     if (!po.threads && d->local_size > 1) {   /* the node's cores shared among its ranks */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         po.threads = cores / d->local_size > 1 ? (int)(cores / d->local_size) : 1;

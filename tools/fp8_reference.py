@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""fp8_reference.py - the FP8 arithmetic of src/fp8.h done independently in PyTorch
+(torch.float8_e4m3fn, the rest in float64), written as a reference file, so that `swin verify`
+compares swin's FP8 (the CPU emulation, or the GPU) with it rather than with the float64 model.
+
+    build/swin calibrate --model tests/data/ref_timm_v1_w7 --random 8 -o s.json
+    python3 tools/fp8_reference.py tests/data/ref_timm_v1_w7 --scales s.json -o fp8ref.safetensors
+    build/swin verify --model tests/data/ref_timm_v1_w7 --reference fp8ref.safetensors \\
+        --precision fp8 --scales s.json --tolerance 1e-5
+
+The input is the `input` of --reference (default MODEL_DIR/reference.safetensors). Every FP8 site
+(attn.qkv, attn.proj, mlp.fc1, mlp.fc2, downsample.reduction) gets its weights quantised per
+output channel and its input quantised with the file's scale, in fp32 as fp8.h says; everything
+else, and the sums, run in float64. timm layouts only (V1 and V2). The file holds `input` and
+`logits` (no stages). Two implementations of the same arithmetic agree to ~1e-7 unless an input
+lies within rounding noise of an E4M3 rounding boundary: then one value moves by one E4M3 step
+(2^-4 to 2^-3 of itself), which can move the logits of a random-weight fixture by up to ~2e-2 (ref_timm_v1_w12).
+Needs torch, safetensors and timm. Exit 0 written, 2 bad usage or a model it cannot handle.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import safetensors.torch as st  # noqa: E402
+
+from make_reference import Refusal, load_model  # noqa: E402
+
+
+def e4m3(x):
+    """x (fp32) rounded to E4M3, ties to even, saturated to +-448, as float64"""
+    return x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn).to(torch.float64)
+
+
+def make_site(linear, scale):
+    """quantise linear's weights in place (wq * ws, exact in float64) and quantise its input"""
+    w = linear.weight.data.float()
+    ws = w.abs().amax(dim=1) / 448.0
+    ws = torch.where(ws > 0, ws, torch.ones_like(ws))
+    wq = e4m3(w * (1.0 / ws)[:, None])
+    linear.weight.data = wq * ws.double()[:, None]
+    s = torch.tensor(scale, dtype=torch.float32)
+    inv = 1.0 / s
+
+    def quantise_input(module, args):
+        return (e4m3(args[0].float() * inv) * s.double(),)
+    linear.register_forward_pre_hook(quantise_input)
+
+
+def sites(model):
+    """(name, nn.Linear) in forward order, named as fp8.h names them"""
+    for si, layer in enumerate(model.layers):
+        down = getattr(layer, "downsample", None)
+        if down is not None and hasattr(down, "reduction"):
+            yield f"layers.{si}.downsample.reduction", down.reduction
+        for bi, blk in enumerate(layer.blocks):
+            if hasattr(blk.attn, "qkv_bias_separate"):   # V2: qkv through the module, bias after
+                blk.attn.qkv_bias_separate = True
+            for leaf, mod in (("attn.qkv", blk.attn.qkv), ("attn.proj", blk.attn.proj),
+                              ("mlp.fc1", blk.mlp.fc1), ("mlp.fc2", blk.mlp.fc2)):
+                yield f"layers.{si}.blocks.{bi}.{leaf}", mod
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[1:]))
+    ap.add_argument("model_dir", metavar="MODEL_DIR")
+    ap.add_argument("--scales", required=True, help="the scales file (swin calibrate)")
+    ap.add_argument("--reference", help="whose `input` to run (default MODEL_DIR/reference.safetensors)")
+    ap.add_argument("-o", "--out", required=True, help="the reference .safetensors to write")
+    a = ap.parse_args()
+    ref_path = a.reference or os.path.join(a.model_dir, "reference.safetensors")
+    try:
+        layout, (model, forward, _, _) = load_model(a.model_dir)
+        if layout != "timm":
+            raise Refusal(f"{a.model_dir}: a {layout} checkpoint; this tool handles timm layouts only")
+        with open(a.scales) as f:
+            scales = json.load(f)["sites"]
+        model.eval()
+        model.double()
+        names = []
+        for name, mod in sites(model):
+            if name not in scales:
+                raise Refusal(f"{a.scales}: no site '{name}'")
+            make_site(mod, float(scales[name]["scale"]))
+            names.append(name)
+        if len(names) != len(scales):
+            raise Refusal(f"{a.scales}: {len(scales)} sites, the model has {len(names)}")
+        x = st.load_file(ref_path)["input"].float()
+    except (Refusal, OSError, KeyError, ValueError) as e:
+        print(f"fp8_reference: {e}", file=sys.stderr)
+        return 2
+    with torch.no_grad():
+        logits = forward(x.double())
+    st.save_file({"input": x.contiguous(), "logits": logits.float().contiguous()}, a.out,
+                 metadata={"generator": "tools/fp8_reference.py", "model_dir": os.path.abspath(a.model_dir),
+                           "scales": os.path.abspath(a.scales), "compute": "E4M3 sites, float64 otherwise"})
+    print(f"{a.out}: {len(names)} FP8 sites of {a.model_dir}, input from {ref_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
