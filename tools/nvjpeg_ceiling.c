@@ -42,34 +42,19 @@
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
+#include "nvjpeg_status.h"
+
 #define MAX_LIST 16
 #define ERR_LEN 512
 
 // ---- errors: every nvJPEG and CUDA call is checked; the message names the call
-
-static const char *nv_str(nvjpegStatus_t s) {
-    switch (s) {
-    case NVJPEG_STATUS_SUCCESS: return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialised";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocation failed";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch (no JPEG engine on this GPU?)";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
-    }
-    return "unknown status";
-}
 
 /* in a function returning int, with `char *err` (ERR_LEN bytes) in scope */
 #define NV(call)                                                                                     \
     do {                                                                                             \
         nvjpegStatus_t nv_s_ = (call);                                                               \
         if (nv_s_ != NVJPEG_STATUS_SUCCESS) {                                                        \
-            snprintf(err, ERR_LEN, "%s failed: %s (%d)", #call, nv_str(nv_s_), (int)nv_s_);          \
+            snprintf(err, ERR_LEN, "%s failed: %s (%d)", #call, swin_nvjpeg_status_str(nv_s_), (int)nv_s_);          \
             return -1;                                                                               \
         }                                                                                            \
     } while (0)
@@ -419,11 +404,12 @@ static int run_default(int count, nvjpegOutputFormat_t fmt, int interp, char *er
     nvjpegStatus_t ns = nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL,
                                        interp ? NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION : 0, &h);
     if (ns != NVJPEG_STATUS_SUCCESS) {
-        snprintf(err, ERR_LEN, "nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT) failed: %s (%d)", nv_str(ns), (int)ns);
+        snprintf(err, ERR_LEN, "nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT) failed: %s (%d)", swin_nvjpeg_status_str(ns),
+                 (int)ns);
         return -1;
     }
     if ((ns = nvjpegJpegStateCreate(h, &st)) != NVJPEG_STATUS_SUCCESS) {
-        snprintf(err, ERR_LEN, "nvjpegJpegStateCreate failed: %s (%d)", nv_str(ns), (int)ns);
+        snprintf(err, ERR_LEN, "nvjpegJpegStateCreate failed: %s (%d)", swin_nvjpeg_status_str(ns), (int)ns);
         goto done;
     }
     cudaError_t ce = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -581,7 +567,7 @@ int main(int argc, char **argv) {
         engines = cores = 0;
     printf("nvjpeg_ceiling: %s (cuda:%d), nvJPEG %d.%d.%d, ", prop.name, dev, major, minor, patch);
     if (ns == NVJPEG_STATUS_SUCCESS) printf("%u JPEG engines x %u cores\n", engines, cores);
-    else printf("no hardware backend: %s\n", nv_str(ns));
+    else printf("no hardware backend: %s\n", swin_nvjpeg_status_str(ns));
 
     int *idx = malloc((size_t)nfiles * sizeof *idx), nidx = 0, unreadable = 0;
     double bytes = 0, pixels = 0;
@@ -596,9 +582,9 @@ int main(int argc, char **argv) {
         unreadable += files[i].w == 0;
         if (files[i].hw) idx[nidx++] = i;
     }
+    int readable = nfiles - unreadable > 0 ? nfiles - unreadable : 1;
     printf("nvjpeg_ceiling: %d files, %.1f MiB, %.0f pixels on average; %d for the JPEG engines, %d refused "
-           "(%d that nvJPEG cannot read)\n", nfiles, bytes / 1048576.0, pixels / (nfiles - unreadable > 0 ? nfiles - unreadable : 1),
-           nidx, nfiles - nidx, unreadable);
+           "(%d that nvJPEG cannot read)\n", nfiles, bytes / 1048576.0, pixels / readable, nidx, nfiles - nidx, unreadable);
     printf("%-8s %7s %5s %-4s %-6s %6s %7s %7s %8s %10s\n", "backend", "threads", "batch", "init", "format", "interp",
            "images", "refused", "seconds", "img/s");
     fflush(stdout);
@@ -607,8 +593,8 @@ int main(int argc, char **argv) {
     double best = -1;
     char best_line[256] = "";
     if (ns != NVJPEG_STATUS_SUCCESS) {
-        fprintf(stderr, "nvjpeg_ceiling: nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE) failed: %s; no hardware rows\n",
-                nv_str(ns));
+        fprintf(stderr, "nvjpeg_ceiling: nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE) failed: %s (a GPU without JPEG "
+                "engines says architecture mismatch); no hardware rows\n", swin_nvjpeg_status_str(ns));
         rc = 1;
         hw_rows = 0;
     } else if (nidx == 0) {

@@ -46,6 +46,8 @@ void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
+#include "nvjpeg_status.h"
+
 #include "check.h"
 
 /* Batched states. nvJPEG's header says of nvjpegDecodeBatched: "batch size is expected to be the
@@ -84,28 +86,12 @@ struct swin_nvjpeg {
     int *hw_idx, cap_n;
 };
 
-static const char *nv_str(nvjpegStatus_t s) {
-    switch (s) {
-    case NVJPEG_STATUS_SUCCESS: return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialised";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocation failed";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
-    }
-    return "unknown status";
-}
 
 #define NV_TRY(call)                                                                              \
     do {                                                                                          \
         nvjpegStatus_t nv_st_ = (call);                                                           \
         if (nv_st_ != NVJPEG_STATUS_SUCCESS)                                                      \
-            return swin_fail(SWIN_ERR_CUDA, "nvJPEG: %s failed: %s", #call, nv_str(nv_st_));      \
+            return swin_fail(SWIN_ERR_CUDA, "nvJPEG: %s failed: %s", #call, swin_nvjpeg_status_str(nv_st_));      \
     } while (0)
 
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d) { return d && d->hw ? "hardware" : "default"; }
@@ -302,7 +288,7 @@ static size_t check_images(swin_nvjpeg *d, const uint8_t *const *data, const siz
         nvjpegChromaSubsampling_t ss;
         nvjpegStatus_t s = nvjpegGetImageInfo(d->sw, data[i], len[i], &nc, &ss, w, h);
         if (s != NVJPEG_STATUS_SUCCESS) {
-            snprintf(o->err, sizeof o->err, "%s: nvJPEG cannot read this JPEG (%s)", names[i], nv_str(s));
+            snprintf(o->err, sizeof o->err, "%s: nvJPEG cannot read this JPEG (%s)", names[i], swin_nvjpeg_status_str(s));
         } else if (w[0] < 1 || h[0] < 1 || w[0] > SWIN_IMAGE_MAX_SIDE || h[0] > SWIN_IMAGE_MAX_SIDE ||
                    (long long)w[0] * h[0] > SWIN_IMAGE_MAX_PIXELS) {
             snprintf(o->err, sizeof o->err, "%s: JPEG of %dx%d pixels is too large or empty", names[i], w[0], h[0]);
@@ -377,7 +363,8 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
         if (s != NVJPEG_STATUS_SUCCESS) {
             out[i].ok = 0;
             out[i].rgb = NULL;
-            snprintf(out[i].err, sizeof out[i].err, "%s: nvJPEG cannot decode this JPEG (%s)", names[i], nv_str(s));
+            snprintf(out[i].err, sizeof out[i].err, "%s: nvJPEG cannot decode this JPEG (%s)", names[i],
+                     swin_nvjpeg_status_str(s));
         }
     }
     double t3 = now_ms();
