@@ -28,6 +28,12 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
     (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
 }
+/* the decoder itself failed: no image is decoded */
+static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
+    for (int i = 0; i < n; i++) out[i].ok = 0;
+    return st;
+}
+
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     (void)d; (void)px; (void)data; (void)len; (void)names; (void)n; (void)out;
@@ -307,15 +313,25 @@ static size_t check_images(swin_nvjpeg *d, const uint8_t *const *data, const siz
     return total;
 }
 
+/* the decoder itself failed: no image is decoded */
+static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
+    for (int i = 0; i < n; i++) out[i].ok = 0;
+    return st;
+}
+
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     if (!d || !px || !data || !len || !names || !out || n < 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
-    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
+    cudaError_t ce = cudaSetDevice(d->dev);
+    if (ce != cudaSuccess)
+        return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: cudaSetDevice(%d) failed: %s", d->dev,
+                                          cudaGetErrorString(ce)));
     double t0 = now_ms();
     size_t total = check_images(d, data, len, names, n, out);
     /* the images the JPEG engines take; the batch padded with its smallest one (see HW_GRANULE) */
-    SWIN_TRY(grow_scratch(d, (n + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE));
+    swin_status st = grow_scratch(d, (n + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE);
+    if (st != SWIN_OK) return fail_all(out, n, st);
     int nhw = 0, small = -1;
     for (int i = 0; i < n; i++) {
         int unsupported = 1;
@@ -330,7 +346,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     int size = (nhw + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE, npad = size - nhw;
     size_t pad_at = total;
     if (npad > 0) total += (size_t)npad * rgb_bytes(out[small].width, out[small].height);
-    SWIN_TRY(grow_pixels(d, px, total ? total : 256));
+    if ((st = grow_pixels(d, px, total ? total : 256)) != SWIN_OK) return fail_all(out, n, st);
     for (int i = 0; i < n; i++)
         if (out[i].ok) out[i].rgb = px->dev + (uintptr_t)out[i].rgb;
     for (int j = 0; j < size; j++) {
@@ -368,7 +384,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
         }
     }
     double t3 = now_ms();
-    cudaError_t ce = cudaStreamSynchronize(d->stream);
+    ce = cudaStreamSynchronize(d->stream);
     double t4 = now_ms();
     d->stats.hw_images += hw_done ? nhw : 0;
     d->stats.hw_padding += hw_done ? npad : 0;
@@ -377,10 +393,9 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     d->stats.hw_ms += t2 - t1;
     d->stats.sw_ms += t3 - t2;
     d->stats.sync_ms += t4 - t3;
-    if (ce != cudaSuccess) {
-        for (int i = 0; i < n; i++) out[i].ok = 0;
-        return swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n, cudaGetErrorString(ce));
-    }
+    if (ce != cudaSuccess)
+        return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
+                                          cudaGetErrorString(ce)));
     return SWIN_OK;
 }
 
