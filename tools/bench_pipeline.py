@@ -22,6 +22,10 @@ Steps (in this order; a step not started by --time-limit records "skipped"):
   swin       one untimed warm-up (first 512 files), then timed runs: exact (GPU preprocessing),
              --preprocess-device cpu, --decoder nvjpeg (recorded as an error when this build
              has no such option); the bad-file set through each mode that ran
+  nvjpeg_ceiling  tools/nvjpeg_ceiling (--nvjpeg-ceiling; built with nvJPEG) on the same timed
+             files: nvJPEG's own decoding rate, JPEG engines with 1, 2, 4 threads x batches of
+             64, 256 (state set up once), and the default backend on 256 files; the best row is
+             the ceiling that the table states next to swin's nvJPEG mode
   parity     `swin preprocess` against timm's eval transform and transformers' ViTImageProcessor
              (PIL backend) on every distinct photo: share of values exactly equal, largest
              difference in 8-bit levels
@@ -117,6 +121,9 @@ def parse_args(argv):
                    help="folder of JPEG photos (*.jpg, *.jpeg, any case)")
     p.add_argument("--out", required=True, help="output folder for pipeline.json")
     p.add_argument("--swin", default=None, help="the swin binary (default: build/swin)")
+    p.add_argument("--nvjpeg-ceiling", default=None,
+                   help="tools/nvjpeg_ceiling built with nvJPEG (default: nvjpeg_ceiling next to "
+                        "the swin binary); the step is recorded as an error when it is missing")
     p.add_argument("--count", type=int, default=10000,
                    help="timed files (rounded up to a multiple of --batch)")
     p.add_argument("--batch", type=int, default=256, help="batch size, swin and PyTorch")
@@ -559,6 +566,64 @@ def step_bad(a, ctx, run):
     return res
 
 
+# ---- nvJPEG's own ceiling on the timed files
+
+CEILING_ARGS = ["--threads", "1,2,4", "--batch", "64,256", "--init", "once",
+                "--default-images", "256"]
+
+
+def parse_ceiling(text):
+    """Rows, the best line and the preamble of tools/nvjpeg_ceiling's output."""
+    keys = ("backend", "threads", "batch", "init", "format", "interp", "images", "refused",
+            "seconds", "img_per_s")
+    res = {"rows": [], "about": []}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == len(keys) and f[0] in ("hardware", "default"):
+            try:
+                row = dict(zip(keys, f))
+                for k in ("threads", "batch", "interp", "images", "refused"):
+                    row[k] = int(row[k])
+                row["seconds"] = float(row["seconds"])
+                row["img_per_s"] = float(row["img_per_s"])
+                res["rows"].append(row)
+            except ValueError:
+                pass
+        elif line.startswith("best: "):
+            res["best_line"] = line.strip()
+        elif line.startswith("nvjpeg_ceiling: "):
+            res["about"].append(line[len("nvjpeg_ceiling: "):].strip())
+    hw = [r for r in res["rows"] if r["backend"] == "hardware"]
+    if hw:
+        best = max(hw, key=lambda r: r["img_per_s"])
+        res["best"] = best
+        res["img_per_s"] = best["img_per_s"]
+    return res
+
+
+def step_nvjpeg_ceiling(a, ctx, run):
+    if a.device != "cuda":
+        raise RuntimeError("not run: --device cpu")
+    if not os.access(a.nvjpeg_ceiling, os.X_OK):
+        raise RuntimeError(f"{a.nvjpeg_ceiling}: not built (CMake builds it when it finds nvJPEG; "
+                           "or pass --nvjpeg-ceiling PATH)")
+    argv = [a.nvjpeg_ceiling] + CEILING_ARGS + ["--list", ctx["list"]]
+    cmd = " ".join([os.path.basename(a.nvjpeg_ceiling)] + CEILING_ARGS + ["--list", "FILES.txt"])
+    log(f"$ {cmd}")
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                           timeout=run.timeout(120))
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"{cmd}: timed out after {e.timeout:.0f}s")
+    for line in p.stdout.splitlines():
+        log(f"  {line}")
+    res = parse_ceiling(p.stdout)
+    res.update(command=cmd, rc=p.returncode)
+    if p.returncode != 0 or "best" not in res:
+        res["error"] = f"exit {p.returncode}: {last_line(p.stderr, last_line(p.stdout))}"
+    return res
+
+
 # ---- preprocessing parity and the one-thread comparison
 
 def swin_preprocess(a, ctx, files, out, style=None, cpu=None, timeout=120):
@@ -998,6 +1063,8 @@ def main(argv):
         os._exit(rc)  # results are saved: no waiting on DataLoader / compile-pool teardown
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     a.swin = os.path.abspath(a.swin or os.path.join(root, "build", "swin"))
+    a.nvjpeg_ceiling = os.path.abspath(a.nvjpeg_ceiling or
+                                       os.path.join(os.path.dirname(a.swin), "nvjpeg_ceiling"))
     a.pillow_version, a.pillow_major = installed_pillow()
     if not os.path.isdir(a.photos):
         print(f"bench_pipeline: {a.photos}: not a folder", file=sys.stderr)
@@ -1026,12 +1093,13 @@ def main(argv):
             run.step("swin", step_swin, a, ctx, run, need=20)
             if ctx.get("top1"):
                 run.step("bad_files", step_bad, a, ctx, run, need=20)
+            run.step("nvjpeg_ceiling", step_nvjpeg_ceiling, a, ctx, run, need=20)
             run.step("parity", step_parity, a, ctx, run, need=15)
             run.step("one_thread", step_one_thread, a, ctx, run, need=30)
             run.step("torch", step_torch, a, ctx, run, need=60)
             run.step("agreement", step_agreement, a, ctx)
         else:
-            for k in ("swin", "parity", "one_thread", "torch", "agreement"):
+            for k in ("swin", "nvjpeg_ceiling", "parity", "one_thread", "torch", "agreement"):
                 report.doc[k] = {"error": "not run: " + ("model" if not ok_model else "files")
                                  + " step failed"}
         report.save()

@@ -28,6 +28,12 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
     (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
 }
+/* the decoder itself failed: no image is decoded */
+static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
+    for (int i = 0; i < n; i++) out[i].ok = 0;
+    return st;
+}
+
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     (void)d; (void)px; (void)data; (void)len; (void)names; (void)n; (void)out;
@@ -45,6 +51,8 @@ void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
 
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
+
+#include "nvjpeg_status.h"
 
 #include "check.h"
 
@@ -84,28 +92,12 @@ struct swin_nvjpeg {
     int *hw_idx, cap_n;
 };
 
-static const char *nv_str(nvjpegStatus_t s) {
-    switch (s) {
-    case NVJPEG_STATUS_SUCCESS: return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialised";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocation failed";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
-    }
-    return "unknown status";
-}
 
 #define NV_TRY(call)                                                                              \
     do {                                                                                          \
         nvjpegStatus_t nv_st_ = (call);                                                           \
         if (nv_st_ != NVJPEG_STATUS_SUCCESS)                                                      \
-            return swin_fail(SWIN_ERR_CUDA, "nvJPEG: %s failed: %s", #call, nv_str(nv_st_));      \
+            return swin_fail(SWIN_ERR_CUDA, "nvJPEG: %s failed: %s", #call, swin_nvjpeg_status_str(nv_st_));      \
     } while (0)
 
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d) { return d && d->hw ? "hardware" : "default"; }
@@ -302,7 +294,7 @@ static size_t check_images(swin_nvjpeg *d, const uint8_t *const *data, const siz
         nvjpegChromaSubsampling_t ss;
         nvjpegStatus_t s = nvjpegGetImageInfo(d->sw, data[i], len[i], &nc, &ss, w, h);
         if (s != NVJPEG_STATUS_SUCCESS) {
-            snprintf(o->err, sizeof o->err, "%s: nvJPEG cannot read this JPEG (%s)", names[i], nv_str(s));
+            snprintf(o->err, sizeof o->err, "%s: nvJPEG cannot read this JPEG (%s)", names[i], swin_nvjpeg_status_str(s));
         } else if (w[0] < 1 || h[0] < 1 || w[0] > SWIN_IMAGE_MAX_SIDE || h[0] > SWIN_IMAGE_MAX_SIDE ||
                    (long long)w[0] * h[0] > SWIN_IMAGE_MAX_PIXELS) {
             snprintf(o->err, sizeof o->err, "%s: JPEG of %dx%d pixels is too large or empty", names[i], w[0], h[0]);
@@ -321,15 +313,25 @@ static size_t check_images(swin_nvjpeg *d, const uint8_t *const *data, const siz
     return total;
 }
 
+/* the decoder itself failed: no image is decoded */
+static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
+    for (int i = 0; i < n; i++) out[i].ok = 0;
+    return st;
+}
+
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     if (!d || !px || !data || !len || !names || !out || n < 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
-    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
+    cudaError_t ce = cudaSetDevice(d->dev);
+    if (ce != cudaSuccess)
+        return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: cudaSetDevice(%d) failed: %s", d->dev,
+                                          cudaGetErrorString(ce)));
     double t0 = now_ms();
     size_t total = check_images(d, data, len, names, n, out);
     /* the images the JPEG engines take; the batch padded with its smallest one (see HW_GRANULE) */
-    SWIN_TRY(grow_scratch(d, (n + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE));
+    swin_status st = grow_scratch(d, (n + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE);
+    if (st != SWIN_OK) return fail_all(out, n, st);
     int nhw = 0, small = -1;
     for (int i = 0; i < n; i++) {
         int unsupported = 1;
@@ -344,7 +346,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     int size = (nhw + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE, npad = size - nhw;
     size_t pad_at = total;
     if (npad > 0) total += (size_t)npad * rgb_bytes(out[small].width, out[small].height);
-    SWIN_TRY(grow_pixels(d, px, total ? total : 256));
+    if ((st = grow_pixels(d, px, total ? total : 256)) != SWIN_OK) return fail_all(out, n, st);
     for (int i = 0; i < n; i++)
         if (out[i].ok) out[i].rgb = px->dev + (uintptr_t)out[i].rgb;
     for (int j = 0; j < size; j++) {
@@ -377,11 +379,12 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
         if (s != NVJPEG_STATUS_SUCCESS) {
             out[i].ok = 0;
             out[i].rgb = NULL;
-            snprintf(out[i].err, sizeof out[i].err, "%s: nvJPEG cannot decode this JPEG (%s)", names[i], nv_str(s));
+            snprintf(out[i].err, sizeof out[i].err, "%s: nvJPEG cannot decode this JPEG (%s)", names[i],
+                     swin_nvjpeg_status_str(s));
         }
     }
     double t3 = now_ms();
-    cudaError_t ce = cudaStreamSynchronize(d->stream);
+    ce = cudaStreamSynchronize(d->stream);
     double t4 = now_ms();
     d->stats.hw_images += hw_done ? nhw : 0;
     d->stats.hw_padding += hw_done ? npad : 0;
@@ -390,10 +393,9 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     d->stats.hw_ms += t2 - t1;
     d->stats.sw_ms += t3 - t2;
     d->stats.sync_ms += t4 - t3;
-    if (ce != cudaSuccess) {
-        for (int i = 0; i < n; i++) out[i].ok = 0;
-        return swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n, cudaGetErrorString(ce));
-    }
+    if (ce != cudaSuccess)
+        return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
+                                          cudaGetErrorString(ce)));
     return SWIN_OK;
 }
 

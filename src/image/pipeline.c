@@ -468,19 +468,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         stats->upload_ms += ls->upload_ms;
         stats->gpu_preprocess_ms += ls->gpu_preprocess_ms;
         stats->forward_ms += ls->forward_ms;
-        if (q.lanes[i].dec) {
-            swin_nvjpeg_stats ns;
-            swin_nvjpeg_get_stats(q.lanes[i].dec, &ns);
-            stats->nvjpeg_decoders++;
-            stats->nvjpeg_hw_images += ns.hw_images;
-            stats->nvjpeg_sw_images += ns.sw_images;
-            stats->nvjpeg_hw_setups += ns.hw_setups;
-            stats->nvjpeg_hw_padding += ns.hw_padding;
-            stats->nvjpeg_parse_ms += ns.parse_ms;
-            stats->nvjpeg_hw_ms += ns.hw_ms;
-            stats->nvjpeg_sw_ms += ns.sw_ms;
-            stats->nvjpeg_sync_ms += ns.sync_ms;
-        }
+        swin_pipe_add_nvjpeg_stats(stats, q.lanes[i].dec);
         if (per_session) per_session[i] = *ls;
     }
     swin_pipe_nvj_finish(&q, stats);   /* the nvJPEG decoder threads' counts */

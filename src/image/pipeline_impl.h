@@ -108,6 +108,8 @@ swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, int *out);
 swin_status swin_pipe_nvj_create(pipe_t *q, int n);
 /* Start their threads: q->nvj_running of them run after this (0: none, the caller decodes). */
 void swin_pipe_nvj_start(pipe_t *q);
+/* Add one decoder's counts (NULL: none) to stats, as one more decoder. */
+void swin_pipe_add_nvjpeg_stats(swin_pipeline_stats *stats, const swin_nvjpeg *dec);
 /* Join the threads (every batch was claimed) and add their counts to stats. */
 void swin_pipe_nvj_finish(pipe_t *q, swin_pipeline_stats *stats);
 void swin_pipe_nvj_free(pipe_t *q);

@@ -121,23 +121,27 @@ void swin_pipe_nvj_start(pipe_t *q) {
 }
 
 void swin_pipe_nvj_finish(pipe_t *q, swin_pipeline_stats *stats) {
-    for (int i = 0; i < q->nvj_running; i++) pthread_join(q->nvj[i].tid, NULL);
-    for (int i = 0; i < q->n_nvj; i++) {
+    for (int i = 0; i < q->nvj_running; i++) {   /* the threads that started are the first ones */
+        pthread_join(q->nvj[i].tid, NULL);
         stats->cpu_fallback += q->nvj[i].cpu_fallback;
         stats->gpu_decode_ms += q->nvj[i].ms;
-        if (i == 0) continue;   /* lane 0's decoder, counted with the lanes */
-        swin_nvjpeg_stats ns;
-        swin_nvjpeg_get_stats(q->nvj[i].dec, &ns);
-        stats->nvjpeg_hw_images += ns.hw_images;
-        stats->nvjpeg_sw_images += ns.sw_images;
-        stats->nvjpeg_hw_setups += ns.hw_setups;
-        stats->nvjpeg_hw_padding += ns.hw_padding;
-        stats->nvjpeg_parse_ms += ns.parse_ms;
-        stats->nvjpeg_hw_ms += ns.hw_ms;
-        stats->nvjpeg_sw_ms += ns.sw_ms;
-        stats->nvjpeg_sync_ms += ns.sync_ms;
+        if (i > 0) swin_pipe_add_nvjpeg_stats(stats, q->nvj[i].dec);   /* 0: lane 0's, counted with the lanes */
     }
-    if (q->nvj_running) stats->nvjpeg_decoders = q->nvj_running;
+}
+
+void swin_pipe_add_nvjpeg_stats(swin_pipeline_stats *stats, const swin_nvjpeg *dec) {
+    if (!dec) return;
+    swin_nvjpeg_stats ns;
+    swin_nvjpeg_get_stats(dec, &ns);
+    stats->nvjpeg_decoders++;
+    stats->nvjpeg_hw_images += ns.hw_images;
+    stats->nvjpeg_sw_images += ns.sw_images;
+    stats->nvjpeg_hw_setups += ns.hw_setups;
+    stats->nvjpeg_hw_padding += ns.hw_padding;
+    stats->nvjpeg_parse_ms += ns.parse_ms;
+    stats->nvjpeg_hw_ms += ns.hw_ms;
+    stats->nvjpeg_sw_ms += ns.sw_ms;
+    stats->nvjpeg_sync_ms += ns.sync_ms;
 }
 
 void swin_pipe_nvj_free(pipe_t *q) {
