@@ -28,11 +28,6 @@ swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const 
     (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
 }
-/* the decoder itself failed: no image is decoded */
-static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
-    for (int i = 0; i < n; i++) out[i].ok = 0;
-    return st;
-}
 
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
