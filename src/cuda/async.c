@@ -50,6 +50,10 @@ static swin_status check_begin(swin_engine *e, int n, int *run_batch, const void
     if (n < 1 || n > *run_batch || *run_batch > e->opt.max_batch)
         return swin_fail(SWIN_ERR_ARGUMENT, "batch %d run as %d: out of range (1 <= batch <= run <= %d, the "
                          "session's max batch)", n, *run_batch, e->opt.max_batch);
+    /* a recording (calibrating) engine runs exactly the n real rows: padding rows hold stale or
+     * never-written input, whose values must not reach the amax (its forwards are never captured,
+     * so padding buys nothing there) */
+    if (e->recording) *run_batch = n;
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     return async_init(e);
 }
