@@ -330,6 +330,28 @@ done:
     return st_;
 }
 
+/* One call of plan p: the bias pointer onto its descriptor (plans are shared by same-shape
+ * layers), tuning on first use, the matmul (residual as C when fused), and with
+ * SWIN_CUDA_SYNC a synchronise that names the GEMM. */
+static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *out, const void *in, const void *w,
+                            const void *bias, const void *residual, cudaStream_t st) {
+    if (bias)
+        SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                       sizeof bias));
+    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
+    const void *c = p->has_res ? residual : out;
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, st));
+    SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
+                                   p->lcd, &p->algo, g->ws, g->ws_bytes, st));
+    if (swin_cuda_debug_sync) {
+        cudaError_t e = cudaStreamSynchronize(st);
+        if (e != cudaSuccess)
+            return swin_fail(SWIN_ERR_CUDA, "%s: cublasLtMatmul M %d K %d N %d failed: %s", op, p->M, p->K, p->N,
+                             cudaGetErrorString(e));
+    }
+    return SWIN_OK;
+}
+
 swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                              const void *residual, int M, int K, int N, swin_act act,
                              swin_gemm *g, cudaStream_t st) {
@@ -351,20 +373,7 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));
-    if (bias)
-        SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                       sizeof bias));
-    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
-    const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, st));
-    SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
-                                   p->lcd, &p->algo, g->ws, g->ws_bytes, st));
-    if (swin_cuda_debug_sync) {
-        cudaError_t e = cudaStreamSynchronize(st);
-        if (e != cudaSuccess)
-            return swin_fail(SWIN_ERR_CUDA, "%s: cublasLtMatmul M %d K %d N %d failed: %s", op, M, K, N,
-                             cudaGetErrorString(e));
-    }
+    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, st));
     if (act == SWIN_ACT_GELU)
         SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
     return SWIN_OK;
@@ -393,22 +402,9 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
     plan_key(&key, M, K, N, SWIN_ACT_NONE, out, in_q, w_q, bias, residual);
     key.fp8 = 1;
     SWIN_TRY(plan_get(g, &key, bias, &p));
-    if (bias)
-        SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
                                                    sizeof w_scale));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
                                                    sizeof in_scale));
-    const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
-    const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w_q, in_q, c, st));
-    SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w_q, p->la, in_q, p->lb, &beta, c, p->lcd, out, p->lcd,
-                                   &p->algo, g->ws, g->ws_bytes, st));
-    if (swin_cuda_debug_sync) {
-        cudaError_t e = cudaStreamSynchronize(st);
-        if (e != cudaSuccess)
-            return swin_fail(SWIN_ERR_CUDA, "%s: cublasLtMatmul M %d K %d N %d failed: %s", op, M, K, N,
-                             cudaGetErrorString(e));
-    }
-    return SWIN_OK;
+    return plan_run(op, g, p, out, in_q, w_q, bias, residual, st);
 }

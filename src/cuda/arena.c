@@ -232,10 +232,11 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     e->region[REG_IO] = off - start;
     start = off;
     e->amax = swin_carve(base, &off, (size_t)(e->n_sites ? e->n_sites : 1) * sizeof(float));
-    e->ones = NULL, e->q8 = NULL;
+    e->ones = NULL, e->q8 = NULL, e->n_ones = 0;
     if (e->fp8) {
         size_t rows = 0, in = 0;
         fp8_elems(m, B, &rows, &in);
+        e->n_ones = rows;
         e->ones = swin_carve(base, &off, rows * sizeof(float));
         e->q8 = swin_carve(base, &off, in * (e->fp8_emulated ? esz : 1));
     }
@@ -252,11 +253,7 @@ swin_status swin_arena_upload(swin_engine *e) {
     walk_weights(&k);
     if (k.st == SWIN_OK && e->n_sites)
         k.st = swin_scale_vec_cuda(e->amax, NULL, 0.0f, e->n_sites, e->stream);
-    if (k.st == SWIN_OK && e->ones) {
-        size_t rows = 0, in = 0;
-        fp8_elems(e->m, e->opt.max_batch, &rows, &in);
-        k.st = swin_scale_vec_cuda(e->ones, NULL, 1.0f, (int)rows, e->stream);
-    }
+    if (k.st == SWIN_OK && e->ones) k.st = swin_scale_vec_cuda(e->ones, NULL, 1.0f, (int)e->n_ones, e->stream);
     cudaError_t ce = cudaStreamSynchronize(e->stream);
     if (k.st != SWIN_OK) return k.st;
     if (ce != cudaSuccess)

@@ -119,6 +119,7 @@ struct swin_engine {
     int fp8, n_sites, fp8_emulated;   /* fp8_emulated: sites that run on E4M3 values in 16 bits */
     swin_dlin **sites;          /* host [n_sites] */
     float *amax, *ones;
+    size_t n_ones;              /* rows of ones: the most any site's GEMM has */
     void *q8;
     size_t n_fp8_bytes;         /* E4M3 weights and channel scales */
     int recording;              /* lin() raises amax[site] to its input's max |x| */
