@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
         printf("nvJPEG not built: %s (its checks not run)\n", swin_last_error());
     } else if (CHECK(cs == SWIN_OK, "nvjpeg create: %s", swin_last_error())) {
         printf("nvJPEG backend: %s\n", swin_nvjpeg_backend(dec));
+        swin_nvjpeg_buffer px = {0};
         int far = 0, njpeg = 0;
         double all_sum = 0, all_n = 0;
         for (int i = 0; i < first_bad; i++) {
@@ -107,7 +108,7 @@ int main(int argc, char **argv) {
             const uint8_t *d1[1] = {data};
             size_t l1[1] = {len};
             const char *n1[1] = {p};
-            if (swin_nvjpeg_decode(dec, 0, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
+            if (swin_nvjpeg_decode_into(dec, &px, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
                 size_t bytes = (size_t)o.width * o.height * 3;
                 uint8_t *h = malloc(bytes);
                 double sum = 0;
@@ -179,6 +180,7 @@ int main(int argc, char **argv) {
         CHECK(st1.nvjpeg_decoders == 1 && st3.nvjpeg_decoders == 3, "nvjpeg decoders used: %d and %d (want 1 and 3)",
               st1.nvjpeg_decoders, st3.nvjpeg_decoders);
         CHECK(mism == 0, "nvjpeg: %d files differ between 1 and 3 decoders", mism);
+        swin_nvjpeg_buffer_free(&px);
         swin_nvjpeg_free(dec);
     }
     for (int i = 0; i < n; i++) free(paths[i]);

@@ -23,12 +23,6 @@ swin_status swin_nvjpeg_create(int device_index, swin_nvjpeg **out) {
 }
 void swin_nvjpeg_free(swin_nvjpeg *d) { (void)d; }
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d) { (void)d; return "none"; }
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
-                               const char *const *names, int n, swin_nvjpeg_image *out) {
-    (void)d; (void)buffer; (void)data; (void)len; (void)names; (void)n; (void)out;
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
-}
-
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     (void)d; (void)px; (void)data; (void)len; (void)names; (void)n; (void)out;
@@ -78,7 +72,6 @@ struct swin_nvjpeg {
     hw_state hws[HW_STATES];
     unsigned long tick;
     nvjpegJpegStream_t parsed;          /* for the hardware support check */
-    swin_nvjpeg_buffer own[2];          /* swin_nvjpeg_decode's buffers 0 and 1 */
     swin_nvjpeg_stats stats;
     /* host scratch, [cap_n] */
     const unsigned char **hw_data;
@@ -106,7 +99,6 @@ void swin_nvjpeg_free(swin_nvjpeg *d) {
     if (d->sw_state) nvjpegJpegStateDestroy(d->sw_state);
     if (d->hw) nvjpegDestroy(d->hw);
     if (d->sw) nvjpegDestroy(d->sw);
-    for (int b = 0; b < 2; b++) swin_nvjpeg_buffer_free(&d->own[b]);
     if (d->stream) cudaStreamDestroy(d->stream);
     free(d->hw_data);
     free(d->hw_len);
@@ -268,13 +260,6 @@ static double now_ms(void) {
 void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
     if (d) *out = d->stats;
     else memset(out, 0, sizeof *out);
-}
-
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
-                               const char *const *names, int n, swin_nvjpeg_image *out) {
-    if (!d) return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: NULL argument");
-    if (buffer != 0 && buffer != 1) return swin_fail(SWIN_ERR_ARGUMENT, "swin_nvjpeg_decode: buffer %d", buffer);
-    return swin_nvjpeg_decode_into(d, &d->own[buffer], data, len, names, n, out);
 }
 
 /* Sizes and checks: out[i].ok, width, height and (as an offset until the buffer is placed) rgb;

@@ -2,10 +2,9 @@
  *
  *   swin_nvjpeg *d;
  *   swin_nvjpeg_create(0, &d);                  // cuda:0; hardware engine when the GPU has one
- *   swin_nvjpeg_decode(d, 0, data, len, names, n, out);   // out[i]: device RGB8 or a message
- *   ... out[i].rgb valid until the next decode into buffer 0 ...
- *   swin_nvjpeg_buffer px = {0};                // or pixels in memory the caller owns:
- *   swin_nvjpeg_decode_into(d, &px, data, len, names, n, out);
+ *   swin_nvjpeg_buffer px = {0};                // device memory the caller owns
+ *   swin_nvjpeg_decode_into(d, &px, data, len, names, n, out);   // out[i]: device RGB8 or a message
+ *   ... out[i].rgb valid until the next decode into px ...
  *   swin_nvjpeg_buffer_free(&px);
  *   swin_nvjpeg_free(d);
  *
@@ -44,13 +43,6 @@ swin_status swin_nvjpeg_create(int device_index, swin_nvjpeg **out);
 void swin_nvjpeg_free(swin_nvjpeg *d);
 /* "hardware" or "default" (the backend batched decoding uses) */
 const char *swin_nvjpeg_backend(const swin_nvjpeg *d);
-/* Decode n JPEG files held in host memory into device buffer `buffer` (0 or 1: a batch can be
- * decoded into one while the GPU still reads the other); returns an error only when the decoder
- * itself fails (then every out[i].ok is 0); a bad file fails alone. Synchronous: the pixels are
- * ready on return and stay valid until the next decode into the same buffer. */
-swin_status swin_nvjpeg_decode(swin_nvjpeg *d, int buffer, const uint8_t *const *data, const size_t *len,
-                               const char *const *names, int n, swin_nvjpeg_image *out);
-
 /* Device memory for decoded pixels that the caller owns: {0} to start; grown (on the decoder's
  * GPU, with some headroom) by swin_nvjpeg_decode_into, released by swin_nvjpeg_buffer_free.
  * The pixels of a decode stay valid until the next decode into the same buffer. */
@@ -60,7 +52,9 @@ typedef struct {
     int device;             /* the GPU that holds dev */
 } swin_nvjpeg_buffer;
 void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px);
-/* swin_nvjpeg_decode into px instead of one of the decoder's own two buffers. */
+/* Decode n JPEG files held in host memory into px; returns an error only when the decoder itself
+ * fails (then every out[i].ok is 0); a bad file fails alone. Synchronous: the pixels are ready
+ * on return. A batch can be decoded into one buffer while the GPU still reads another. */
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out);
 
