@@ -9,9 +9,11 @@
  * CUBLAS_COMPUTE_32F_FAST_TF32); SWIN_TF32 the latter; SWIN_FP16 / SWIN_BF16 16-bit A/B/C/D/bias
  * with fp32 accumulation and fp32 scales.
  * GELU: cuBLASLt's GELU epilogue is the tanh approximation, the model needs the exact erf form of
- * nn.GELU, so GELU is the BIAS epilogue followed by swin_gelu_cuda (kernels/act.cu), which also
- * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference). Fusing the
- * erf GELU into the GEMM epilogue is left for later.
+ * nn.GELU. So GELU is the BIAS epilogue followed by swin_gelu_cuda (kernels/act.cu), which also
+ * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference); with
+ * swin_gemm_set_fused_gelu(g, 1) a 16-bit GELU layer without residual runs instead on our own
+ * tensor-core GEMM with the bias and the erf GELU in its epilogue (kernels/gemm_mma.cu) where the
+ * shape allows (slower today: the erf dominates, gemm_mma.cu).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
@@ -76,6 +78,7 @@ struct swin_gemm {
     void *ws;
     size_t ws_bytes;
     int tune;                              /* time the candidates (SWIN_GEMM_TUNE != 0) */
+    int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -241,6 +244,19 @@ fail:
     return st;
 }
 
+swin_status swin_gemm_set_workspace(swin_gemm *g, void *workspace, size_t ws_bytes) {
+    if (!g) return swin_fail(SWIN_ERR_ARGUMENT, "swin_gemm_set_workspace: gemm is NULL");
+    if (ws_bytes && !workspace)
+        return swin_fail(SWIN_ERR_ARGUMENT, "swin_gemm_set_workspace: workspace is NULL but %zu bytes", ws_bytes);
+    g->ws = workspace;
+    g->ws_bytes = ws_bytes;
+    return SWIN_OK;
+}
+
+void swin_gemm_set_fused_gelu(swin_gemm *g, int fused) {
+    if (g) g->fused_gelu = fused != 0;
+}
+
 void swin_gemm_free(swin_gemm *g) {
     if (!g) return;
     for (int i = 0; i < g->n_plans; i++) plan_destroy(&g->plans[i]);
@@ -370,6 +386,9 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     if (act == SWIN_ACT_GELU && residual == out)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: GELU with a residual that aliases out (M %d, N %d)", op, M, N);
 
+    if (act == SWIN_ACT_GELU && !residual && g->fused_gelu &&
+        swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
+        return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));

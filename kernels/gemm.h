@@ -19,6 +19,9 @@ extern "C" {
 typedef struct swin_gemm swin_gemm;
 
 swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspace, size_t ws_bytes);
+/* Give a handle made without one its workspace (or a new one): an engine creates its cuBLAS
+ * handles before it measures free memory and allocates its arena, which holds the workspace. */
+swin_status swin_gemm_set_workspace(swin_gemm *g, void *workspace, size_t ws_bytes);
 void swin_gemm_free(swin_gemm *g);
 void *swin_gemm_cublas(swin_gemm *g);   /* the cublasHandle_t, for batched GEMMs elsewhere */
 /* Build the plan of one shape ahead of time (pointers assumed 256-byte aligned, as arena slices
@@ -30,6 +33,20 @@ swin_status swin_gemm_prepare(swin_gemm *g, int M, int K, int N, swin_act act, i
 swin_status swin_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                              const void *residual, int M, int K, int N, swin_act act,
                              swin_gemm *g, cudaStream_t st);
+
+/* Which GEMM runs a linear layer with GELU (fp16 / bf16 handles): unfused (0, the default),
+ * cuBLASLt followed by the GELU op; fused (1), our tensor-core kernel with the bias and the exact
+ * GELU in its epilogue (gemm_mma.cu) where the shape allows (swin_gemm_mma_supports), else the
+ * former. Fused is slower today (its erf epilogue, README); kept selectable so that the two are
+ * measured in one run (`--mlp`). */
+void swin_gemm_set_fused_gelu(swin_gemm *g, int fused);
+
+/* The tensor-core GEMM itself (kernels/gemm_mma.cu): out [M, N] = act(in [M, K] @ w [N, K]^T +
+ * bias [N]) for fp16 / bf16, fp32 accumulation, act none or GELU (erf); bias may be NULL. */
+int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in, const void *w,
+                           const void *bias);
+swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
+                               swin_act act, swin_dtype dt, cudaStream_t st);
 
 /* FP8 (compute capability 8.9+; a handle made for SWIN_FP16): out [M, N] fp16 =
  * (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual [M, N], may alias

@@ -133,12 +133,17 @@ typedef enum { SWIN_DEVICE_CPU = 0, SWIN_DEVICE_CUDA = 1 } swin_device;
  * and on the CPU as an emulation (fp32 arithmetic on E4M3-rounded GEMM inputs and weights). */
 typedef enum { SWIN_FP32 = 0, SWIN_TF32 = 1, SWIN_FP16 = 2, SWIN_BF16 = 3, SWIN_FP8 = 4 } swin_precision;
 typedef enum { SWIN_ATTN_FUSED = 0, SWIN_ATTN_UNFUSED = 1 } swin_attention;
+/* The MLP's fc1 + GELU on the GPU in fp16 / bf16: UNFUSED (the default), cuBLASLt then a
+ * separate GELU pass; FUSED, our tensor-core GEMM with the bias and the exact GELU in its epilogue
+ * (kernels/gemm_mma.cu), slower today (README, Performance), kept selectable to be measured. */
+typedef enum { SWIN_MLP_FUSED = 0, SWIN_MLP_UNFUSED = 1 } swin_mlp;
 
 typedef struct {
     swin_device device;
     int device_index;            /* cuda:N */
     swin_precision precision;    /* CPU: fp32, and fp8 (emulated) */
     swin_attention attention;    /* CUDA only */
+    swin_mlp mlp;                /* CUDA only */
     int graphs;                  /* CUDA graphs, 1 = on (default) */
     int max_batch;               /* arena is sized for this */
     int threads;                 /* CPU threads, 0 = all */

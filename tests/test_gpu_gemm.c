@@ -2,10 +2,17 @@
  * tf32, fp16 and bf16: M in {1, 147, 6272} x the Swin-T linear shapes (qkv 96->288, fc1 96->384
  * + GELU, fc2 384->96 + residual in place, reduction 384->192 without bias), plus the patch
  * embedding, a separate residual, GELU + residual and the head.
+ * fp16 / bf16 GELU layers run first on our tensor-core GEMM (kernels/gemm_mma.cu, switched on),
+ * then every GELU case again without it (cuBLASLt + the GELU op, the default), and it gets
+ * its own shapes: both tile sizes, partial tiles in M and N, K not a multiple of its k-tile,
+ * Swin-B and stage-4 widths, no bias and no activation, and shapes it refuses.
  * Tolerances relative to max|ref|: fp32 1e-5, tf32 and fp16 2e-3, bf16 1.6e-2. A probe shows that
  * fp32 is true fp32: inputs 1 + 2^-12 (lost by TF32's 10-bit mantissa) give the exact sum in fp32
  * and a different one in tf32. Outputs are NaN-poisoned and guarded; argument errors checked.
- * Run: test_gpu_gemm <source dir>; SWIN_TEST_QUICK=1 drops M = 6272; exits 77 without a GPU.
+ * Run: test_gpu_gemm <source dir>; SWIN_TEST_QUICK=1 drops M = 6272; SWIN_TEST_QUICK=2 runs only
+ * the cases of our tensor-core GEMM (fp16 / bf16 GELU layers fused, and its plain calls), for
+ * compute-sanitizer's racecheck, which reports hazards inside cuBLAS's own kernels; exits 77
+ * without a GPU.
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,6 +55,14 @@ static const gextra extras[] = {
     {147, {"proj+res(separate)", 96, 96, SWIN_ACT_NONE, 1, RES_SEPARATE}},
     {147, {"fc1+gelu+res(separate)", 96, 384, SWIN_ACT_GELU, 1, RES_SEPARATE}},
     {3, {"head", 768, 1000, SWIN_ACT_NONE, 1, RES_NONE}},
+    /* GELU layers for the tensor-core GEMM: large tiles (>= 132 of 128 x 128), small tiles,
+     * partial tiles, K % 32 != 0, N % 64 != 0, Swin-B / stage-4 widths; K % 8 != 0 falls back */
+    {6000, {"fc1+gelu large tiles", 192, 768, SWIN_ACT_GELU, 1, RES_NONE}},
+    {1000, {"fc1+gelu partial tiles", 40, 72, SWIN_ACT_GELU, 1, RES_NONE}},
+    {49, {"fc1+gelu stage 4", 768, 3072, SWIN_ACT_GELU, 1, RES_NONE}},
+    {300, {"fc1+gelu swin-b", 128, 512, SWIN_ACT_GELU, 1, RES_NONE}},
+    {77, {"fc1+gelu no bias", 56, 224, SWIN_ACT_GELU, 0, RES_NONE}},
+    {50, {"fc1+gelu K%8!=0 (fallback)", 12, 48, SWIN_ACT_GELU, 1, RES_NONE}},
 };
 
 typedef struct {
@@ -115,6 +130,32 @@ static float tf32_probe(swin_gemm *g) {
     return out[0];
 }
 
+/* swin_gemm_mma_cuda directly: no activation (an epilogue of bias only, and of nothing), against
+ * the CPU linear layer */
+static void run_mma_plain(const gprec *p, int M, int K, int N, int bias_on) {
+    char name[128];
+    snprintf(name, sizeof name, "mma plain%s %s M%d K%d N%d", bias_on ? "+bias" : "", swin_precision_str(p->prec),
+             M, K, N);
+    size_t nin = (size_t)M * K, nw = (size_t)N * K, nout = (size_t)M * N;
+    float *in = malloc(nin * sizeof(float)), *w = malloc(nw * sizeof(float)), *bias = malloc(N * sizeof(float));
+    float *ref = malloc(nout * sizeof(float)), *got = malloc(nout * sizeof(float));
+    tu_fill(in, nin, -1.0f, 1.0f), tu_fill(w, nw, -0.5f, 0.5f), tu_fill(bias, N, -1.0f, 1.0f);
+    tu_round_to(in, nin, p->dt), tu_round_to(w, nw, p->dt), tu_round_to(bias, N, p->dt);
+    swin_linear_w lw = {w, bias_on ? bias : NULL};
+    swin_linear_cpu(ref, in, &lw, NULL, M, K, N, SWIN_ACT_NONE);
+    tg_buf din = tg_alloc(nin, p->dt), dw = tg_alloc(nw, p->dt), db = tg_alloc(N, p->dt), dout = tg_alloc(nout, p->dt);
+    tg_upload(&din, in), tg_upload(&dw, w), tg_upload(&db, bias), tg_poison(&dout);
+    swin_status st = swin_gemm_mma_cuda(dout.p, din.p, dw.p, bias_on ? db.p : NULL, M, K, N, SWIN_ACT_NONE,
+                                        (swin_dtype)p->dt, 0);
+    if (CHECK(st == SWIN_OK, "%s: %s", name, swin_last_error()) && CHECK(tg_sync_ok(name), "%s: CUDA error", name)) {
+        tg_download(&dout, got);
+        tg_compare(name, got, ref, nout, p->tol);
+        CHECK(tg_guard_ok(&dout), "%s: guard zone overwritten", name);
+    }
+    tg_free(&din), tg_free(&dw), tg_free(&db), tg_free(&dout);
+    free(in), free(w), free(bias), free(ref), free(got);
+}
+
 // ---- argument checking
 
 static void expect_arg_error(const char *what, swin_status st) {
@@ -132,6 +173,15 @@ static void argument_checks(swin_gemm *g16) {
     expect_arg_error("GELU + residual in place", swin_linear_cuda(c.p, a.p, b.p, NULL, c.p, 4, 8, 8, SWIN_ACT_GELU, g16, 0));
     expect_arg_error("misaligned bias", swin_linear_cuda(c.p, a.p, b.p, (char *)b.p + 1, NULL, 4, 8, 8, SWIN_ACT_NONE, g16, 0));
     expect_arg_error("unknown activation", swin_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 8, 8, (swin_act)5, g16, 0));
+    expect_arg_error("mma: out NULL", swin_gemm_mma_cuda(NULL, a.p, b.p, NULL, 4, 8, 8, SWIN_ACT_NONE, SWIN_DT_F16, 0));
+    expect_arg_error("mma: out aliases in", swin_gemm_mma_cuda(a.p, a.p, b.p, NULL, 4, 8, 8, SWIN_ACT_NONE, SWIN_DT_F16, 0));
+    swin_status st = swin_gemm_mma_cuda(c.p, a.p, b.p, NULL, 4, 12, 8, SWIN_ACT_GELU, SWIN_DT_F16, 0);
+    printf("%s mma refuses K 12: %s\n", st == SWIN_ERR_UNSUPPORTED ? "ok  " : "FAIL", swin_last_error());
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "mma with K 12: %s, expected unsupported", swin_status_str(st));
+    st = swin_gemm_mma_cuda(c.p, a.p, b.p, NULL, 4, 8, 8, SWIN_ACT_GELU, SWIN_DT_F32, 0);
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "mma in fp32: %s, expected unsupported", swin_status_str(st));
+    st = swin_gemm_mma_cuda((char *)c.p + 4, a.p, b.p, NULL, 4, 8, 8, SWIN_ACT_GELU, SWIN_DT_F16, 0);
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "mma with out not 16-byte aligned: %s, expected unsupported", swin_status_str(st));
     swin_gemm *bad = NULL;
     expect_arg_error("create with NULL out", swin_gemm_create(NULL, SWIN_FP32, NULL, 0));
     expect_arg_error("create bad precision", swin_gemm_create(&bad, (swin_precision)9, NULL, 0));
@@ -141,24 +191,50 @@ static void argument_checks(swin_gemm *g16) {
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     if (!tg_have_gpu("test_gpu_gemm")) return TU_SKIP;
-    int quick = tg_quick();
+    const char *qv = getenv("SWIN_TEST_QUICK");
+    int quick = tg_quick(), mma_only = qv && !strcmp(qv, "2");
+    if (mma_only) quick = 1;
     tu_seed(777);
     void *ws = NULL;
     if (cudaMalloc(&ws, WS_BYTES) != cudaSuccess) { fprintf(stderr, "cannot allocate the workspace\n"); return 1; }
     float probe[2] = {0, 0};
     for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
         const gprec *p = &precs[pi];
+        if (mma_only && p->dt == 0) continue;
         swin_gemm *g = NULL;
         swin_status st = swin_gemm_create(&g, p->prec, ws, WS_BYTES);
         if (!CHECK(st == SWIN_OK, "swin_gemm_create(%s): %s", swin_precision_str(p->prec), swin_last_error())) continue;
+        swin_gemm_set_fused_gelu(g, 1);   /* fp32 / tf32: no effect (the tensor-core GEMM is 16-bit) */
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
             if (quick && Ms[mi] > 1000) continue;
-            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) run_gemm(g, p, Ms[mi], &shapes[si]);
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+                if (!mma_only || shapes[si].act == SWIN_ACT_GELU) run_gemm(g, p, Ms[mi], &shapes[si]);
         }
-        for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++) run_gemm(g, p, extras[ei].M, &extras[ei].s);
+        for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++) {
+            const gshape *s = &extras[ei].s;
+            /* mma only: the GELU layers that reach the tensor-core GEMM (no residual, K % 8 == 0) */
+            if (!mma_only || (s->act == SWIN_ACT_GELU && s->res == RES_NONE && s->K % 8 == 0))
+                run_gemm(g, p, extras[ei].M, s);
+        }
+        if (mma_only) {
+            run_mma_plain(p, 147, 96, 288, 1);
+        } else if (p->dt != 0) {   /* the GELU layers again through cuBLASLt + the GELU op; the mma GEMM alone */
+            swin_gemm_set_fused_gelu(g, 0);
+            printf("-- %s GELU layers unfused\n", swin_precision_str(p->prec));
+            for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+                if (!(quick && Ms[mi] > 1000)) run_gemm(g, p, Ms[mi], &shapes[1]);
+            for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++)
+                if (extras[ei].s.act == SWIN_ACT_GELU) run_gemm(g, p, extras[ei].M, &extras[ei].s);
+            run_mma_plain(p, 147, 96, 288, 1);
+            run_mma_plain(p, 5000, 384, 192, 0);
+        }
         if (p->prec == SWIN_FP32 || p->prec == SWIN_TF32) probe[p->prec == SWIN_TF32] = tf32_probe(g);
         if (p->prec == SWIN_FP16) argument_checks(g);
         swin_gemm_free(g);
+    }
+    if (mma_only) {
+        cudaFree(ws);
+        return tu_finish("test_gpu_gemm");
     }
     const float exact = 96.0f * (1.0f + ldexpf(1.0f, -12));
     printf("tf32 probe: fp32 %.9g (exact %.9g), tf32 %.9g\n", probe[0], exact, probe[1]);

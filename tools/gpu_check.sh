@@ -12,10 +12,10 @@
 #   3. ctest -L gpu, then the rest of the suite (ctest -LE gpu), so together the full suite
 #      runs once (ctest.log)
 #   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16, fp8,
-#      plus fp16 with --attention unfused and fp16 with --graphs off (verify.log)
+#      plus fp16 with --attention unfused, fp16 with --mlp fused and fp16 with --graphs off (verify.log)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention and test_gpu_preprocess, memcheck over test_gpu_pipeline, with
-#      SWIN_TEST_QUICK=1 (sanitizer.log)
+#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases) and test_gpu_preprocess,
+#      memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
 #      relative error, top-1 and PASS/FAIL as `swin verify` prints them ("unsupported on GPU" for
 #      a fixture whose geometry the CUDA engine refuses at session creation: not a failure);
@@ -60,6 +60,7 @@ else
   device=cuda
   variants=("fp32|--precision fp32" "tf32|--precision tf32" "fp16|--precision fp16"
             "bf16|--precision bf16" "fp8|--precision fp8" "fp16 unfused|--precision fp16 --attention unfused"
+            "fp16 mlp fused|--precision fp16 --mlp fused"
             "fp16 graphs off|--precision fp16 --graphs off")
 fi
 failed=()
@@ -191,12 +192,13 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp8
   fi
   export SWIN_TEST_QUICK=1
-  for t in test_gpu_attention test_gpu_preprocess test_gpu_pipeline; do
+  for t in test_gpu_attention test_gpu_gemm test_gpu_preprocess test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
       # racecheck on the attention: the quick cases with one image and one head, fused kernels only
       # (SWIN_TEST_QUICK=2: racecheck reports hazards inside cuBLAS's own sm90 GEMMs, which the
       # unfused baseline runs; excluding them by name crashed the sanitizer)
-      [ $t = test_gpu_attention ] && SWIN_TEST_QUICK=2
+      # (the same for test_gpu_gemm: SWIN_TEST_QUICK=2 runs only our GEMM kernel's cases)
+      { [ $t = test_gpu_attention ] || [ $t = test_gpu_gemm ]; } && SWIN_TEST_QUICK=2
       [ $t = test_gpu_pipeline ] || sanitize "racecheck: $t (quick)" racecheck "$build/tests/$t" "$root"
       SWIN_TEST_QUICK=1
       sanitize "memcheck: $t (quick)" memcheck "$build/tests/$t" "$root"

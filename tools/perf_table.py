@@ -199,7 +199,8 @@ def section_env(d, out, date, perf_command):
     out.append("- swin: `swin bench`, random weights, input resident on the GPU, CUDA events "
                "around each forward, median and p10/p90 of the timed iterations after a warm-up; "
                "TFLOP/s from the model's FLOP count. The fused/unfused ratios are unfused time over "
-               "fused time, measured in the same run (attention ops alone, and end to end).")
+               "fused time, measured in the same run (attention ops alone, and end to end; the MLP's "
+               "end to end, `--mlp fused` against unfused).")
     if et:
         out.append(f"- PyTorch: `tools/bench_torch.py`, timm models with random weights "
                    f"(pretrained=False), {et.get('iters', '?')} timed iterations after "
@@ -242,8 +243,8 @@ def section_arch(d, arch, out, notes):
         out.append("")
     out.append("| precision | batch | swin ms | swin img/s | swin TFLOP/s | timm eager ms | "
                "torch.compile ms | vs eager | vs compile | attention fused/unfused | "
-               "e2e fused/unfused |")
-    out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+               "e2e fused/unfused | MLP fused/unfused e2e |")
+    out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for p, b in sorted(keys, key=lambda k: (prec_key(k[0]), k[1])):
         s = d.swin.get((arch, p, b))
         e = d.torch.get((arch, p, "eager", b))
@@ -259,7 +260,8 @@ def section_arch(d, arch, out, notes):
             f"{cell_ms(c, f'torch.compile {arch} {p} batch {b}', notes)} | "
             f"{ratio(ve)} | {ratio(vc)} | "
             f"{ratio(s.get('attention_ratio')) if timed(s) else '—'} | "
-            f"{ratio(s.get('e2e_ratio')) if timed(s) else '—'} |")
+            f"{ratio(s.get('e2e_ratio')) if timed(s) else '—'} | "
+            f"{ratio(s.get('mlp_ratio')) if timed(s) else '—'} |")
     out.append("")
     if errors:
         out.extend(f"- swin bench {p} failed: {msg}" for p, msg in errors)

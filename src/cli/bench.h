@@ -1,5 +1,5 @@
 /* bench.h - `swin bench`, shared by cmd_bench.c (flags, one GPU: latency, throughput, attention
- * ratios, breakdown) and bench_multi.c (several GPUs timing at once). */
+ * and MLP ratios, breakdown) and bench_multi.c (several GPUs timing at once). */
 #ifndef SWIN_CLI_BENCH_H
 #define SWIN_CLI_BENCH_H
 
@@ -18,6 +18,7 @@ typedef struct {
     int device_index;            /* one GPU: the one --device resolved to */
     swin_precision precision;
     swin_attention attention;
+    swin_mlp mlp;
     int graphs, iters, warmup, breakdown, json;
     int img_h, img_w;   /* --img-size, 0: the config's */
     int batches[MAX_BATCHES], n_batches;

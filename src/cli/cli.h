@@ -24,6 +24,14 @@ static inline int cli_flag(const char *arg, const char *short_name, const char *
     return (short_name && !strcmp(arg, short_name)) || !strcmp(arg, long_name);
 }
 
+/* --mlp: "fused" or "unfused"; 0 on success */
+static inline int cli_parse_mlp(const char *s, swin_mlp *m) {
+    if (!strcmp(s, "fused")) *m = SWIN_MLP_FUSED;
+    else if (!strcmp(s, "unfused")) *m = SWIN_MLP_UNFUSED;
+    else return 1;
+    return 0;
+}
+
 /* "cpu", "cuda", "cuda:N" (devices.c) */
 int cli_parse_device(const char *s, swin_device *dev, int *index);
 

@@ -37,6 +37,8 @@ static void usage(FILE *f) {
             "                          random images, with a warning)\n"
             "  -b, --batch LIST        comma-separated batch sizes (default 1,8,64,256)\n"
             "      --attention IMPL    fused or unfused (default fused); the other is measured too\n"
+            "      --mlp IMPL          fused (fc1 with GELU in one GEMM) or unfused (default unfused);\n"
+            "                          the other is measured too (end to end)\n"
             "      --graphs on|off     CUDA graphs (default on)\n"
             "  -n, --iters N           timed iterations per batch (default 50)\n"
             "      --warmup N          untimed iterations first (default 10)\n"
@@ -65,6 +67,7 @@ static int parse(int argc, char **argv, bench_args *a) {
     a->device_spec = "cuda";
     a->precision = SWIN_FP16;
     a->attention = SWIN_ATTN_FUSED;
+    a->mlp = SWIN_MLP_UNFUSED;
     a->graphs = 1;
     a->iters = 50;
     a->warmup = 10;
@@ -95,6 +98,9 @@ static int parse(int argc, char **argv, bench_args *a) {
             if (!strcmp(v, "fused")) a->attention = SWIN_ATTN_FUSED;
             else if (!strcmp(v, "unfused")) a->attention = SWIN_ATTN_UNFUSED;
             else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
+        } else if (!strcmp(f, "--mlp")) {
+            VALUE();
+            if (cli_parse_mlp(v, &a->mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected fused or unfused)", v);
         } else if (!strcmp(f, "--graphs")) {
             VALUE();
             if (!strcmp(v, "on")) a->graphs = 1;
@@ -159,6 +165,7 @@ swin_session_options bench_options(const bench_args *a) {
     o.device_index = a->device_index;
     o.precision = a->precision;
     o.attention = a->attention;
+    o.mlp = a->mlp;
     o.graphs = a->graphs;
     o.fp8_scales = a->scales;
     o.warn = warn_once;
@@ -207,13 +214,14 @@ typedef struct {
     int batch;
     bench_stats e2e;                   /* the chosen configuration */
     double e2e_fused, e2e_unfused, attn_fused, attn_unfused;
+    double mlp_fused, mlp_unfused;     /* end to end with the chosen attention, each MLP */
     int have_profile;
     swin_engine_profile prof;
 } bench_result;
 
-static swin_status measure(swin_engine *eng[2], const bench_args *a, const float *input, int B,
+static swin_status measure(swin_engine *eng[3], const bench_args *a, const float *input, int B,
                            float *ms, bench_result *r) {
-    /* eng[0]: the chosen attention; eng[1]: the other one */
+    /* eng[0]: the chosen attention and MLP; eng[1]: the other attention; eng[2]: the other MLP */
     double e2e[2], attn[2];
     memset(r, 0, sizeof *r);
     r->batch = B;
@@ -231,6 +239,11 @@ static swin_status measure(swin_engine *eng[2], const bench_args *a, const float
     r->e2e_unfused = e2e[!f];
     r->attn_fused = attn[f];
     r->attn_unfused = attn[!f];
+    TRY(swin_engine_set_input(eng[2], input, B));
+    TRY(swin_engine_time_forward(eng[2], B, a->warmup, a->iters, ms));
+    double other = bench_summarise(ms, a->iters).median;
+    r->mlp_fused = a->mlp == SWIN_MLP_FUSED ? e2e[0] : other;
+    r->mlp_unfused = a->mlp == SWIN_MLP_FUSED ? other : e2e[0];
     if (a->breakdown) {
         TRY(swin_engine_profile_forward(eng[0], B, 5, &r->prof));
         r->have_profile = 1;
@@ -255,10 +268,12 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
         const bench_result *r = &res[i];
         printf("%s{\"batch\":%d,\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"img_per_s\":%.1f,"
                "\"tflops\":%.3f,\"attention_fused_ms\":%.4f,\"attention_unfused_ms\":%.4f,"
-               "\"attention_ratio\":%.3f,\"e2e_unfused_ms\":%.4f,\"e2e_ratio\":%.3f,\"breakdown\":",
+               "\"attention_ratio\":%.3f,\"e2e_unfused_ms\":%.4f,\"e2e_ratio\":%.3f,\"mlp_fused_ms\":%.4f,"
+               "\"mlp_unfused_ms\":%.4f,\"mlp_ratio\":%.3f,\"breakdown\":",
                i ? "," : "", r->batch, r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
                gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
-               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused, r->mlp_fused, r->mlp_unfused,
+               r->mlp_unfused / r->mlp_fused);
         if (!r->have_profile) { printf("null}"); continue; }
         const double *c = r->prof.class_ms;
         printf("{\"gemm_ms\":%.4f,\"attention_ms\":%.4f,\"norm_shift_merge_ms\":%.4f,\"other_ms\":%.4f,"
@@ -305,21 +320,24 @@ static void print_breakdown(const bench_result *r, int stages) {
 
 static void print_table(const bench_args *a, const char *arch, const char *source, const char *gpu,
                         int drv, int rt, const bench_result *res, int n, double gflops, int stages) {
-    printf("swin bench: %s (%s), %s, attention %s, graphs %s, %d iterations after %d warm-up\n", arch, source,
-           swin_precision_str(a->precision), a->attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
-           a->graphs ? "on" : "off", a->iters, a->warmup);
+    printf("swin bench: %s (%s), %s, attention %s, mlp %s, graphs %s, %d iterations after %d warm-up\n", arch,
+           source, swin_precision_str(a->precision), a->attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
+           a->mlp == SWIN_MLP_FUSED ? "fused" : "unfused", a->graphs ? "on" : "off", a->iters, a->warmup);
     printf("gpu: %s (cuda:%d), driver %d.%d, runtime %d.%d; %.3f GFLOP per image\n\n", gpu, a->device_index,
            drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, gflops);
-    printf("%6s %10s %9s %9s %10s %8s | %11s %11s %7s | %11s %7s\n", "batch", "median ms", "p10 ms", "p90 ms",
-           "img/s", "TFLOP/s", "attn fused", "attn unfus", "ratio", "e2e unfus", "ratio");
+    printf("%6s %10s %9s %9s %10s %8s | %11s %11s %7s | %11s %7s | %11s %11s %7s\n", "batch", "median ms", "p10 ms",
+           "p90 ms", "img/s", "TFLOP/s", "attn fused", "attn unfus", "ratio", "e2e unfus", "ratio", "mlp fused",
+           "mlp unfus", "ratio");
     for (int i = 0; i < n; i++) {
         const bench_result *r = &res[i];
-        printf("%6d %10.3f %9.3f %9.3f %10.1f %8.2f | %11.3f %11.3f %6.2fx | %11.3f %6.2fx\n", r->batch,
-               r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
+        printf("%6d %10.3f %9.3f %9.3f %10.1f %8.2f | %11.3f %11.3f %6.2fx | %11.3f %6.2fx | %11.3f %11.3f %6.2fx\n",
+               r->batch, r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
                gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
-               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused, r->mlp_fused, r->mlp_unfused,
+               r->mlp_unfused / r->mlp_fused);
     }
-    printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end.\n");
+    printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end with each\n"
+           "attention; MLP: end to end with each MLP (fc1 + GELU as one GEMM, or cuBLASLt + a GELU pass).\n");
     for (int i = 0; i < n; i++)
         if (res[i].have_profile) print_breakdown(&res[i], stages);
 }
@@ -330,13 +348,14 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     const swin_config *c = swin_model_config(m);
     swin_session_options o = bench_options(a);
     int maxb = o.max_batch;
-    swin_engine *eng[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        o.attention = k == 0 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
+    swin_engine *eng[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        o.attention = k != 1 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
+        o.mlp = k != 2 ? a->mlp : (a->mlp == SWIN_MLP_FUSED ? SWIN_MLP_UNFUSED : SWIN_MLP_FUSED);
         swin_status st = bench_engine_create(m, &o, &eng[k]);
         if (st != SWIN_OK) {
             fprintf(stderr, "swin bench: %s\n", swin_last_error());
-            swin_engine_free(eng[0]);
+            for (int j = 0; j < k; j++) swin_engine_free(eng[j]);
             /* no GPU, a plan that does not fit, an unsupported geometry: the request cannot run */
             return st == SWIN_ERR_CUDA ? EXIT_FAILED : EXIT_USAGE;
         }
@@ -365,8 +384,7 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     free(res);
     free(ms);
     free(input);
-    swin_engine_free(eng[1]);
-    swin_engine_free(eng[0]);
+    for (int k = 0; k < 3; k++) swin_engine_free(eng[k]);
     return rc;
 }
 

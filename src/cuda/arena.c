@@ -309,8 +309,9 @@ void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
     if (cudaGetDeviceProperties(&prop, e->dev) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n,
-                          "device cuda:%d (%s), %s, attention %s, graphs %s, max batch %d\n",
+                          "device cuda:%d (%s), %s, attention %s, mlp %s, graphs %s, max batch %d\n",
                           e->dev, name, swin_precision_str(e->opt.precision), attn[e->opt.attention & 1],
+                          attn[e->opt.mlp & 1],
                           e->opt.graphs ? "on" : "off", e->opt.max_batch);
     size_t esz = swin_dtype_size(e->dt), wdt = e->region[REG_WEIGHTS_DT];
     if (n < size)

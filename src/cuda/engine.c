@@ -108,18 +108,24 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
     return SWIN_OK;
 }
 
-/* out [T, C] = fc2(GELU(fc1(in))) (+ residual): fc1 into hid, the exact GELU as an op of its own
- * (in FP8, GELU and fc2's quantisation in one pass), fc2. fc2_name: its name in the breakdown. */
+/* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown.
+ * Default (--mlp unfused), fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 /
+ * bf16 with --mlp fused: fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu); FP8: fc1
+ * in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
                        int C, int hidden, const char *fc2_name) {
+    const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
+    const int fused = e->opt.mlp == SWIN_MLP_FUSED && e->dt != SWIN_DT_F32 && !fp8_fc2 &&
+                      !swin_engine_fp8_site(e, &w->fc1);
     SWIN_TRY(quant(e, in, &w->fc1, T));
-    OP(GEMM, "fc1", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_NONE));
-    if (swin_engine_fp8_site(e, &w->fc2)) {
-        OP(OTHER, "gelu+quantize", swin_engine_quantize(e, e->hid, &w->fc2, T, 1));
+    if (fused) {
+        OP(GEMM, "fc1+gelu", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU));
     } else {
-        OP(OTHER, "gelu", swin_gelu_cuda(e->hid, NULL, (size_t)T * hidden, e->dt, e->stream));
-        SWIN_TRY(quant(e, e->hid, &w->fc2, T));
+        OP(GEMM, "fc1", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_NONE));
+        if (fp8_fc2) OP(OTHER, "gelu+quantize", swin_engine_quantize(e, e->hid, &w->fc2, T, 1));
+        else OP(OTHER, "gelu", swin_gelu_cuda(e->hid, NULL, (size_t)T * hidden, e->dt, e->stream));
     }
+    if (!fp8_fc2) SWIN_TRY(quant(e, e->hid, &w->fc2, T));
     OP(GEMM, fc2_name, lin(e, out, e->hid, &w->fc2, residual, T, hidden, C, SWIN_ACT_NONE));
     return SWIN_OK;
 }
@@ -331,6 +337,10 @@ static swin_status setup(swin_engine *e) {
     size_t total = 0, free_b = 0, all_b = 0;
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
+    /* the cuBLAS handles first: their device memory is gone from the free memory measured next
+     * (else a batch said to fit could leave too little for them); the workspace comes later */
+    SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, NULL, 0));
+    swin_gemm_set_fused_gelu(e->gemm, e->opt.mlp == SWIN_MLP_FUSED);
     SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
     if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
     SWIN_CUDA_TRY(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
@@ -343,7 +353,7 @@ static swin_status setup(swin_engine *e) {
     }
     e->arena_bytes = total;
     SWIN_TRY(swin_arena_plan(e, e->arena, &total));
-    SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, e->gemm_ws, e->gemm_ws_bytes));
+    SWIN_TRY(swin_gemm_set_workspace(e->gemm, e->gemm_ws, e->gemm_ws_bytes));
     return swin_arena_upload(e);
 }
 
@@ -356,6 +366,8 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
         return swin_fail(SWIN_ERR_ARGUMENT, "calibration runs in fp32, tf32, fp16 or bf16, not in fp8");
     if (o->attention != SWIN_ATTN_FUSED && o->attention != SWIN_ATTN_UNFUSED)
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown attention implementation %d", (int)o->attention);
+    if (o->mlp != SWIN_MLP_FUSED && o->mlp != SWIN_MLP_UNFUSED)
+        return swin_fail(SWIN_ERR_ARGUMENT, "unknown MLP implementation %d", (int)o->mlp);
     if (o->max_batch < 1) return swin_fail(SWIN_ERR_ARGUMENT, "max batch %d must be at least 1", o->max_batch);
     SWIN_TRY(pick_device(o->device_index));
     if (o->precision == SWIN_FP8) SWIN_TRY(swin_engine_fp8_device_check(o->device_index));

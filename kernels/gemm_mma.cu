@@ -1,0 +1,207 @@
+/* gemm_mma.cu - our own tensor-core GEMM, for the linear layers whose epilogue cuBLASLt cannot
+ * fuse: the MLP's fc1 with the exact (erf) GELU of nn.GELU (cuBLASLt's GELU epilogue is the tanh
+ * approximation, kernels/gemm.c). fp16 / bf16 operands, fp32 accumulation:
+ *
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     (act: none or GELU, in fp32)
+ *
+ * It removes the separate GELU pass (kernels/act.cu) and the hidden's extra round trip through
+ * memory that it costs: the accumulator gets the bias and the GELU in registers and is rounded to
+ * 16 bits once (the unfused path rounds the pre-activation to 16 bits, then the GELU's output).
+ *
+ * Kernel: mma.sync m16n8k16 (fp32 accumulate), operands through a STAGES-deep cp.async pipeline
+ * in shared memory, fragments with ldmatrix. Both operands are K-contiguous (PyTorch's [N, K]
+ * weights are what mma's "col" B wants), so no transposes. A CTA computes a BM x BN tile, each
+ * of its warps WM x WN; BK = 32 (one k-tile row is 64 bytes = four 16-byte chunks, stored with
+ * the chunk index XORed by (row / 2) % 4 so that the eight rows an ldmatrix reads hit eight
+ * different 16-byte bank groups). Rows past M and k chunks past K are zero-filled by cp.async, so
+ * any M and any K % 8 == 0 run; N % 8 == 0 (whole 8-column mma tiles, stored as 16-bit pairs).
+ * Two shapes: 128 x 128 with eight 64 x 32 warps for large problems, 64 x 64 with four 32 x 32
+ * warps when the large tiles would not fill the GPU (batch 1: M is 49 to 3136 rows).
+ * The grid runs along N fastest, so CTAs that run together share their A rows in L2.
+ * Status: correct (tests below, every verify fixture with `--mlp fused`) but slower than the
+ * default unfused path, so it is off by default (`--mlp fused` turns it on; `swin bench` times
+ * both). Measured on an H100, Swin-T fp16: end to end 0.88x at batch 256 (14.1 against 12.5
+ * ms), 0.93x at batch 1. The exact GELU is the cost: erff is ~40 instructions per element, and
+ * Swin-T's fc1 outputs 1.5G elements at batch 256, ~2 ms of ALU issue at full occupancy, more
+ * than fc1's whole tensor-core time (~0.7 ms at peak); the separate GELU pass pays the same
+ * 2 ms, so fusing alone cannot win, and here the epilogue runs at the end of each tile with
+ * only two CTAs per SM to hide it. Next: a cheaper GELU accurate to ~1e-6 (far below a 16-bit
+ * output's rounding), and a faster mainloop (wgmma/TMA) for stage 1's K = 96.
+ * Test: tests/test_gpu_gemm.c (against the CPU linear layer, both tile shapes, edge tiles).
+ */
+#include "common.cuh"
+#include "gemm.h"
+#include "mma.cuh"
+
+namespace {
+
+constexpr int kBK = 32;       // k per pipeline stage (halves): 4 chunks of 16 bytes per row
+constexpr int kStages = 4;
+
+template <int BM_, int BN_, int WM_, int WN_, int MIN_CTAS_>
+struct Shape {
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_;
+    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+    static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+    static constexpr int MT = WM / 16, NT = WN / 8;      // mma tiles per warp
+    static constexpr int MIN_CTAS = MIN_CTAS_;
+    static constexpr int STAGE_ELEMS = (BM + BN) * kBK;  // 16-bit elements per stage
+    static constexpr size_t SMEM = (size_t)kStages * STAGE_ELEMS * 2;
+    static_assert(NT % 2 == 0, "B fragments come in pairs of n8 tiles (ldmatrix x4)");
+};
+typedef Shape<128, 128, 64, 32, 2> Large;
+typedef Shape<64, 64, 32, 32, 4> Small;
+
+/* element offset of 16-byte chunk ch (0..3) of tile row r (swizzled, see above) */
+__device__ __forceinline__ int swz(int r, int ch) { return (r * 4 + (ch ^ ((r >> 1) & 3))) * 8; }
+
+/* rows [0, R) of a k-tile of a K-contiguous matrix (rows r0.., columns k0..) into shared memory */
+template <int R, int THREADS, typename T>
+__device__ __forceinline__ void load_tile(T *s, const T *g, int r0, int rows, int k0, int K, int tid) {
+#pragma unroll
+    for (int i = tid; i < R * 4; i += THREADS) {
+        const int r = i >> 2, ch = i & 3, gr = r0 + r, gk = k0 + ch * 8;
+        const bool ok = gr < rows && gk < K;
+        cp_async16(s + swz(r, ch), ok ? g + (size_t)gr * K + gk : g, ok);
+    }
+}
+
+__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+template <class S, typename T, bool GELU>
+__global__ void __launch_bounds__(S::THREADS, S::MIN_CTAS)
+gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ bias,
+                int M, int K, int N) {
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *smem = reinterpret_cast<T *>(smem_raw);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int n0 = blockIdx.x * S::BN, m0 = blockIdx.y * S::BM;
+    const int wm0 = (warp / S::WARPS_N) * S::WM, wn0 = (warp % S::WARPS_N) * S::WN;
+    const int KT = (K + kBK - 1) / kBK;
+
+    float acc[S::MT][S::NT][4];
+#pragma unroll
+    for (int i = 0; i < S::MT; i++)
+#pragma unroll
+        for (int j = 0; j < S::NT; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
+
+    auto load_stage = [&](int slot, int kt) {
+        T *sa = smem + slot * S::STAGE_ELEMS, *sb = sa + S::BM * kBK;
+        load_tile<S::BM, S::THREADS>(sa, in, m0, M, kt * kBK, K, tid);
+        load_tile<S::BN, S::THREADS>(sb, w, n0, N, kt * kBK, K, tid);
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; s++) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();   /* empty groups keep the count that cp_async_wait relies on */
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();   /* stage kt landed for every thread; slot (kt - 1) % kStages is free */
+        const int nk = kt + kStages - 1;
+        if (nk < KT) load_stage(nk % kStages, nk);
+        cp_async_commit();
+        const T *sa = smem + (kt % kStages) * S::STAGE_ELEMS, *sb = sa + S::BM * kBK;
+#pragma unroll
+        for (int ks = 0; ks < kBK / 16; ks++) {
+            uint32_t a[S::MT][4], b[S::NT][2];
+#pragma unroll
+            for (int i = 0; i < S::MT; i++)
+                ldsm_x4(a[i], sa + swz(wm0 + i * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+#pragma unroll
+            for (int j = 0; j < S::NT; j += 2) {
+                uint32_t r[4];
+                ldsm_x4(r, sb + swz(wn0 + j * 8 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));
+                b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < S::MT; i++)
+#pragma unroll
+                for (int j = 0; j < S::NT; j++) mma16816<T>(acc[i][j], a[i], b[j][0], b[j][1]);
+        }
+    }
+    cp_async_wait_all();
+
+    /* epilogue: c0, c1 at (row lane / 4, columns 2 (lane % 4) + 0, 1), c2, c3 eight rows below */
+#pragma unroll
+    for (int j = 0; j < S::NT; j++) {
+        const int col = n0 + wn0 + j * 8 + 2 * (lane & 3);
+        if (col >= N) continue;
+        const float b0 = bias ? load_f(bias, col) : 0.0f, b1 = bias ? load_f(bias, col + 1) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < S::MT; i++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = m0 + wm0 + i * 16 + (lane >> 2) + h * 8;
+                if (row >= M) continue;
+                float v0 = acc[i][j][2 * h] + b0, v1 = acc[i][j][2 * h + 1] + b1;
+                if (GELU) v0 = gelu_erf(v0), v1 = gelu_erf(v1);
+                *reinterpret_cast<uint32_t *>(out + (size_t)row * N + col) = pack2<T>(v0, v1);
+            }
+        }
+    }
+}
+
+int sm_count() {
+    static int cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    if (!cached[dev]) {
+        int n = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 132;
+        cached[dev] = n;
+    }
+    return cached[dev];
+}
+
+template <class S, typename T, bool GELU>
+swin_status launch_shape(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
+    /* above 48 KiB of dynamic shared memory needs the opt-in; setting it again is harmless */
+    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_mma_kernel<S, T, GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)S::SMEM));
+    dim3 grid((unsigned)((N + S::BN - 1) / S::BN), (unsigned)((M + S::BM - 1) / S::BM));
+    gemm_mma_kernel<S, T, GELU><<<grid, S::THREADS, S::SMEM, st>>>(out, in, w, bias, M, K, N);
+    SWIN_LAUNCH_CHECK("gemm_mma_kernel", st);
+    return SWIN_OK;
+}
+
+template <typename T, bool GELU>
+swin_status launch(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
+    const long long large = (long long)((M + Large::BM - 1) / Large::BM) * ((N + Large::BN - 1) / Large::BN);
+    if (large >= sm_count()) return launch_shape<Large, T, GELU>(out, in, w, bias, M, K, N, st);
+    return launch_shape<Small, T, GELU>(out, in, w, bias, M, K, N, st);
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+} // namespace
+
+extern "C" int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
+                                      const void *w, const void *bias) {
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && M > 0 && K > 0 && N > 0 && K % 8 == 0 && N % 8 == 0 &&
+           aligned16(out) && aligned16(in) && aligned16(w) && (!bias || ((uintptr_t)bias & 3u) == 0);
+}
+
+extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
+                                          int N, swin_act act, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_mma_cuda";
+    if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
+    if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
+    if (!swin_gemm_mma_supports(dt, M, K, N, out, in, w, bias))
+        return swin_fail(SWIN_ERR_UNSUPPORTED,
+                         "%s: needs fp16 or bf16, M, K, N > 0 with K and N multiples of 8, and 16-byte aligned "
+                         "out, in and w (got dtype %d, M %d, K %d, N %d)", op, (int)dt, M, K, N);
+    if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
+    if (dt == SWIN_DT_F16) {
+        typedef __half T;
+        return act == SWIN_ACT_GELU
+                   ? launch<T, true>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st)
+                   : launch<T, false>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st);
+    }
+    typedef __nv_bfloat16 T;
+    return act == SWIN_ACT_GELU ? launch<T, true>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st)
+                                : launch<T, false>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st);
+}
