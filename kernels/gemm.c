@@ -13,7 +13,7 @@
  * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference); with
  * swin_gemm_set_fused_gelu(g, 1) a 16-bit GELU layer without residual runs instead on our own
  * tensor-core GEMM with the bias and the erf GELU in its epilogue (kernels/gemm_mma.cu) where the
- * shape allows (slower today: the erf dominates, gemm_mma.cu).
+ * shape allows (slower today: its mainloop, gemm_mma.cu).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.

@@ -37,7 +37,7 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
 /* Which GEMM runs a linear layer with GELU (fp16 / bf16 handles): unfused (0, the default),
  * cuBLASLt followed by the GELU op; fused (1), our tensor-core kernel with the bias and the exact
  * GELU in its epilogue (gemm_mma.cu) where the shape allows (swin_gemm_mma_supports), else the
- * former. Fused is slower today (its erf epilogue, README); kept selectable so that the two are
+ * former. Fused is slower today (its mainloop, gemm_mma.cu); kept selectable so that the two are
  * measured in one run (`--mlp`). */
 void swin_gemm_set_fused_gelu(swin_gemm *g, int fused);
 
