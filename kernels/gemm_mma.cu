@@ -11,21 +11,24 @@
  * Kernel: mma.sync m16n8k16 (fp32 accumulate), operands through a STAGES-deep cp.async pipeline
  * in shared memory, fragments with ldmatrix. Both operands are K-contiguous (PyTorch's [N, K]
  * weights are what mma's "col" B wants), so no transposes. A CTA computes a BM x BN tile, each
- * of its warps WM x WN; BK = 32 (one k-tile row is 64 bytes = four 16-byte chunks, stored with
- * the chunk index XORed by (row / 2) % 4 so that the eight rows an ldmatrix reads hit eight
- * different 16-byte bank groups). Rows past M and k chunks past K are zero-filled by cp.async, so
- * any M and any K % 8 == 0 run; N % 8 == 0 (whole 8-column mma tiles, stored as 16-bit pairs).
- * Two shapes: 128 x 128 with eight 64 x 32 warps for large problems, 64 x 64 with four 32 x 32
- * warps when the large tiles would not fill the GPU (batch 1: M is 49 to 3136 rows).
+ * of its warps WM x WN, over k-tiles of BK: 64 (3 stages) when K is a multiple of 64, else 32
+ * (4 stages; Swin-T's first stage has K = 96). A k-tile row is BK / 8 chunks of 16 bytes,
+ * stored with the chunk index XORed by a function of the row ((row / 2) % 4 for 4 chunks,
+ * row % 8 for 8) so that the eight rows an ldmatrix reads hit eight different 16-byte bank
+ * groups. Rows past M and k chunks past K are zero-filled by cp.async, so any M and any
+ * K % 8 == 0 run; N % 8 == 0 (whole 8-column mma tiles, stored as 16-bit pairs).
+ * Two tile shapes: 128 x 128 with eight 64 x 32 warps for large problems, 64 x 64 with four
+ * 32 x 32 warps when the large tiles would not fill the GPU (batch 1: M is 49 to 3136 rows).
  * The grid runs along N fastest, so CTAs that run together share their A rows in L2.
  * Status: correct (tests below, every verify fixture with `--mlp fused`) but slower than the
- * default unfused path, so it is off by default (`--mlp fused` turns it on; `swin bench` times
- * both). Measured on an H100, Swin-T fp16: end to end 0.88x at batch 256 (14.0 against 12.4 ms),
- * 0.94x at batch 1. Per stage at batch 256, this kernel's fc1 + GELU against cuBLASLt's fc1 plus
- * the GELU pass: K 96 1.55 against 1.45 ms, K 192 1.04 / 0.73, K 384 2.34 / 1.31, K 768 0.64 /
- * 0.30: near parity where the layer is bound by memory, further behind the larger K is, so the
- * mainloop (mma.sync, 2 CTAs of 8 warps per SM) is what loses to cuBLASLt's Hopper kernels, not
- * the GELU epilogue. Next: wgmma + TMA (or larger tiles), then fc2 from the hidden on chip.
+ * default unfused path at large batches, so it is off by default (`--mlp fused` turns it on;
+ * `swin bench` times both). Measured on an H100, Swin-T fp16: end to end 1.02x at batch 1 and
+ * 0.94x at batch 256 (13.3 against 12.5 ms). Per stage at batch 256, this kernel's fc1 + GELU
+ * against cuBLASLt's fc1 plus the GELU pass: K 96 1.53 against 1.45 ms, K 192 0.88 / 0.73,
+ * K 384 1.82 / 1.31, K 768 0.48 / 0.30: near parity where the layer is bound by memory, further
+ * behind the larger K is, so the mainloop (mma.sync, 2 CTAs of 8 warps per SM) is what loses to
+ * cuBLASLt's Hopper kernels, not the GELU epilogue (k-tiles of 64 instead of 32 took K 384 from
+ * 2.34 to 1.82 ms). Next: wgmma + TMA, then fc2 from the hidden on chip.
  * Test: tests/test_gpu_gemm.c (against the CPU linear layer, both tile shapes, edge tiles).
  */
 #include "common.cuh"
@@ -34,34 +37,40 @@
 
 namespace {
 
-constexpr int kBK = 32;       // k per pipeline stage (halves): 4 chunks of 16 bytes per row
-constexpr int kStages = 4;
-
-template <int BM_, int BN_, int WM_, int WN_, int MIN_CTAS_>
+template <int BM_, int BN_, int WM_, int WN_, int BK_, int STAGES_, int MIN_CTAS_>
 struct Shape {
-    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_;
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, BK = BK_, STAGES = STAGES_;
+    static constexpr int CH = BK / 8;                    // 16-byte chunks per k-tile row
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = WARPS_M * WARPS_N * 32;
     static constexpr int MT = WM / 16, NT = WN / 8;      // mma tiles per warp
     static constexpr int MIN_CTAS = MIN_CTAS_;
-    static constexpr int STAGE_ELEMS = (BM + BN) * kBK;  // 16-bit elements per stage
-    static constexpr size_t SMEM = (size_t)kStages * STAGE_ELEMS * 2;
+    static constexpr int STAGE_ELEMS = (BM + BN) * BK;   // 16-bit elements per stage
+    static constexpr size_t SMEM = (size_t)STAGES * STAGE_ELEMS * 2;
     static_assert(NT % 2 == 0, "B fragments come in pairs of n8 tiles (ldmatrix x4)");
+    static_assert(CH == 4 || CH == 8, "k-tiles of 32 or 64");
 };
-typedef Shape<128, 128, 64, 32, 2> Large;
-typedef Shape<64, 64, 32, 32, 4> Small;
+typedef Shape<128, 128, 64, 32, 32, 4, 2> Large32;   // 64 KiB of shared memory
+typedef Shape<128, 128, 64, 32, 64, 3, 2> Large64;   // 96 KiB
+typedef Shape<64, 64, 32, 32, 32, 4, 4> Small32;     // 32 KiB
+typedef Shape<64, 64, 32, 32, 64, 3, 4> Small64;     // 48 KiB
 
-/* element offset of 16-byte chunk ch (0..3) of tile row r (swizzled, see above) */
-__device__ __forceinline__ int swz(int r, int ch) { return (r * 4 + (ch ^ ((r >> 1) & 3))) * 8; }
+/* element offset of 16-byte chunk ch of tile row r, CH chunks a row (swizzled, see above) */
+template <int CH>
+__device__ __forceinline__ int swz(int r, int ch) {
+    return (r * CH + (ch ^ (CH == 4 ? (r >> 1) & 3 : r & 7))) * 8;
+}
 
 /* rows [0, R) of a k-tile of a K-contiguous matrix (rows r0.., columns k0..) into shared memory */
-template <int R, int THREADS, typename T>
+template <int R, int CH, int THREADS, typename T>
 __device__ __forceinline__ void load_tile(T *s, const T *g, int r0, int rows, int k0, int K, int tid) {
 #pragma unroll
-    for (int i = tid; i < R * 4; i += THREADS) {
-        const int r = i >> 2, ch = i & 3, gr = r0 + r, gk = k0 + ch * 8;
+    for (int j = 0; j < (R * CH + THREADS - 1) / THREADS; j++) {
+        const int i = tid + j * THREADS;
+        if (R * CH % THREADS != 0 && i >= R * CH) break;
+        const int r = i / CH, ch = i % CH, gr = r0 + r, gk = k0 + ch * 8;
         const bool ok = gr < rows && gk < K;
-        cp_async16(s + swz(r, ch), ok ? g + (size_t)gr * K + gk : g, ok);
+        cp_async16(s + swz<CH>(r, ch), ok ? g + (size_t)gr * K + gk : g, ok);
     }
 }
 
@@ -76,7 +85,8 @@ gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restri
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int n0 = blockIdx.x * S::BN, m0 = blockIdx.y * S::BM;
     const int wm0 = (warp / S::WARPS_N) * S::WM, wn0 = (warp % S::WARPS_N) * S::WN;
-    const int KT = (K + kBK - 1) / kBK;
+    constexpr int BK = S::BK, CH = S::CH, STAGES = S::STAGES;
+    const int KT = (K + BK - 1) / BK;
 
     float acc[S::MT][S::NT][4];
 #pragma unroll
@@ -87,32 +97,32 @@ gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restri
             for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
 
     auto load_stage = [&](int slot, int kt) {
-        T *sa = smem + slot * S::STAGE_ELEMS, *sb = sa + S::BM * kBK;
-        load_tile<S::BM, S::THREADS>(sa, in, m0, M, kt * kBK, K, tid);
-        load_tile<S::BN, S::THREADS>(sb, w, n0, N, kt * kBK, K, tid);
+        T *sa = smem + slot * S::STAGE_ELEMS, *sb = sa + S::BM * BK;
+        load_tile<S::BM, CH, S::THREADS>(sa, in, m0, M, kt * BK, K, tid);
+        load_tile<S::BN, CH, S::THREADS>(sb, w, n0, N, kt * BK, K, tid);
     };
 #pragma unroll
-    for (int s = 0; s < kStages - 1; s++) {
+    for (int s = 0; s < STAGES - 1; s++) {
         if (s < KT) load_stage(s, s);
         cp_async_commit();   /* empty groups keep the count that cp_async_wait relies on */
     }
     for (int kt = 0; kt < KT; kt++) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();   /* stage kt landed for every thread; slot (kt - 1) % kStages is free */
-        const int nk = kt + kStages - 1;
-        if (nk < KT) load_stage(nk % kStages, nk);
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();   /* stage kt landed for every thread; slot (kt - 1) % STAGES is free */
+        const int nk = kt + STAGES - 1;
+        if (nk < KT) load_stage(nk % STAGES, nk);
         cp_async_commit();
-        const T *sa = smem + (kt % kStages) * S::STAGE_ELEMS, *sb = sa + S::BM * kBK;
+        const T *sa = smem + (kt % STAGES) * S::STAGE_ELEMS, *sb = sa + S::BM * BK;
 #pragma unroll
-        for (int ks = 0; ks < kBK / 16; ks++) {
+        for (int ks = 0; ks < BK / 16; ks++) {
             uint32_t a[S::MT][4], b[S::NT][2];
 #pragma unroll
             for (int i = 0; i < S::MT; i++)
-                ldsm_x4(a[i], sa + swz(wm0 + i * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+                ldsm_x4(a[i], sa + swz<CH>(wm0 + i * 16 + (lane & 15), ks * 2 + (lane >> 4)));
 #pragma unroll
             for (int j = 0; j < S::NT; j += 2) {
                 uint32_t r[4];
-                ldsm_x4(r, sb + swz(wn0 + j * 8 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));
+                ldsm_x4(r, sb + swz<CH>(wn0 + j * 8 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));
                 b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
             }
 #pragma unroll
@@ -168,9 +178,13 @@ swin_status launch_shape(T *out, const T *in, const T *w, const T *bias, int M, 
 
 template <typename T, bool GELU>
 swin_status launch(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
-    const long long large = (long long)((M + Large::BM - 1) / Large::BM) * ((N + Large::BN - 1) / Large::BN);
-    if (large >= sm_count()) return launch_shape<Large, T, GELU>(out, in, w, bias, M, K, N, st);
-    return launch_shape<Small, T, GELU>(out, in, w, bias, M, K, N, st);
+    const long long large = (long long)((M + 127) / 128) * ((N + 127) / 128);
+    const bool k64 = K % 64 == 0;
+    if (large >= sm_count())
+        return k64 ? launch_shape<Large64, T, GELU>(out, in, w, bias, M, K, N, st)
+                   : launch_shape<Large32, T, GELU>(out, in, w, bias, M, K, N, st);
+    return k64 ? launch_shape<Small64, T, GELU>(out, in, w, bias, M, K, N, st)
+               : launch_shape<Small32, T, GELU>(out, in, w, bias, M, K, N, st);
 }
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }

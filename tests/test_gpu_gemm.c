@@ -55,9 +55,12 @@ static const gextra extras[] = {
     {147, {"proj+res(separate)", 96, 96, SWIN_ACT_NONE, 1, RES_SEPARATE}},
     {147, {"fc1+gelu+res(separate)", 96, 384, SWIN_ACT_GELU, 1, RES_SEPARATE}},
     {3, {"head", 768, 1000, SWIN_ACT_NONE, 1, RES_NONE}},
-    /* GELU layers for the tensor-core GEMM: large tiles (>= 132 of 128 x 128), small tiles,
-     * partial tiles, K % 32 != 0, N % 64 != 0, Swin-B / stage-4 widths; K % 8 != 0 falls back */
-    {6000, {"fc1+gelu large tiles", 192, 768, SWIN_ACT_GELU, 1, RES_NONE}},
+    /* GELU layers for the tensor-core GEMM: large tiles (>= 132 of 128 x 128) and small ones,
+     * each with k-tiles of 64 (K % 64 == 0) and of 32, partial tiles, K % 32 != 0, N % 64 != 0,
+     * Swin-B / stage-4 widths; K % 8 != 0 falls back */
+    {6000, {"fc1+gelu large tiles k64", 192, 768, SWIN_ACT_GELU, 1, RES_NONE}},
+    {8000, {"fc1+gelu large k64 partial N", 128, 328, SWIN_ACT_GELU, 1, RES_NONE}},
+    {5000, {"fc1+gelu large tiles k32", 96, 512, SWIN_ACT_GELU, 1, RES_NONE}},
     {1000, {"fc1+gelu partial tiles", 40, 72, SWIN_ACT_GELU, 1, RES_NONE}},
     {49, {"fc1+gelu stage 4", 768, 3072, SWIN_ACT_GELU, 1, RES_NONE}},
     {300, {"fc1+gelu swin-b", 128, 512, SWIN_ACT_GELU, 1, RES_NONE}},
