@@ -20,7 +20,8 @@
  * Two tile shapes: 128 x 128 with eight 64 x 32 warps for large problems, 64 x 64 with four
  * 32 x 32 warps when the large tiles would not fill the GPU (batch 1: M is 49 to 3136 rows).
  * The grid runs along N fastest, so CTAs that run together share their A rows in L2.
- * Status: correct (tests below, every verify fixture with `--mlp fused`) but slower than the
+ * Status: correct as tested (below; every verify fixture with `--mlp fused` before the 64-wide
+ * k-tiles, test_gpu_gemm and racecheck after) but slower than the
  * default unfused path at large batches, so it is off by default (`--mlp fused` turns it on;
  * `swin bench` times both). Measured on an H100, Swin-T fp16: end to end 1.02x at batch 1 and
  * 0.94x at batch 256 (13.3 against 12.5 ms). Per stage at batch 256, this kernel's fc1 + GELU
