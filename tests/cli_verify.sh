@@ -98,6 +98,7 @@ expect2 "missing model" "$tmp/no_model" --model "$tmp/no_model" --reference "$d/
 expect2 "no --reference" "--reference FILE is required" --model "$d"
 expect2 "unknown flag" "unknown option '--frobnicate'" --model "$d" --reference "$d/reference.safetensors" --frobnicate
 expect2 "bad tolerance" "bad --tolerance '-1'" --model "$d" --reference "$d/reference.safetensors" --tolerance -1
+expect2 "bad --mlp" "bad --mlp 'half'" --model "$d" --reference "$d/reference.safetensors" --mlp half
 expect2 "cpu fp16" "fp32 only" --model "$d" --reference "$d/reference.safetensors" --precision fp16
 
 # ---- --img-size: a stored model at another input size, against timm.create_model(img_size=) /
