@@ -103,22 +103,38 @@ static void grey_row_to_rgb(uint8_t *row, unsigned w) {
 }
 
 // ---- decoding
+static void decoder_init(decoder *d) {
+    *d = (decoder){0};
+    d->cinfo.err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = on_error;
+    d->err.pub.emit_message = on_message;
+    d->err.pub.output_message = no_output;
+}
+
+/* the status of a failure that jumped back (setjmp returned 1) */
+static swin_status jump_status(const decoder *d, const char *name) {
+    static const char *const WHAT[] = {"corrupt JPEG", "truncated JPEG", "unsupported JPEG",
+                                       "out of memory decoding JPEG"};
+    return swin_fail(d->err.kind == FAIL_MEMORY ? SWIN_ERR_MEMORY : SWIN_ERR_IMAGE, "%s: %s (%s)", name,
+                     WHAT[d->err.kind], d->err.msg);
+}
+
+/* with setjmp armed by the caller: the decompressor over data, its header read */
+static void read_header(decoder *d, const uint8_t *data, size_t size) {
+    jpeg_create_decompress(&d->cinfo);
+    jpeg_mem_src(&d->cinfo, data, (unsigned long)size);
+    d->err.in_header = 1;
+    jpeg_read_header(&d->cinfo, TRUE);
+    d->err.in_header = 0;
+}
+
 /* Runs with setjmp armed. d and out are not local to this function, so what is written to them
  * survives the longjmp: out takes the pixel buffer as soon as it exists (the caller frees it). */
 static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
                        void *ctx, swin_image *out, int *custom) {
     struct jpeg_decompress_struct *c = &d->cinfo;
-    if (setjmp(d->err.jump)) {
-        static const char *const WHAT[] = {"corrupt JPEG", "truncated JPEG", "unsupported JPEG",
-                                           "out of memory decoding JPEG"};
-        return swin_fail(d->err.kind == FAIL_MEMORY ? SWIN_ERR_MEMORY : SWIN_ERR_IMAGE, "%s: %s (%s)",
-                         name, WHAT[d->err.kind], d->err.msg);
-    }
-    jpeg_create_decompress(c);
-    jpeg_mem_src(c, data, (unsigned long)size);
-    d->err.in_header = 1;
-    jpeg_read_header(c, TRUE);
-    d->err.in_header = 0;
+    if (setjmp(d->err.jump)) return jump_status(d, name);
+    read_header(d, data, size);
 
     unsigned w = c->image_width, h = c->image_height;
     int nc = c->num_components;
@@ -172,11 +188,8 @@ swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
                              void *ctx, swin_image *out, int *custom) {
     *out = (swin_image){0};
     *custom = 0;
-    decoder d = {0};
-    d.cinfo.err = jpeg_std_error(&d.err.pub);
-    d.err.pub.error_exit = on_error;
-    d.err.pub.emit_message = on_message;
-    d.err.pub.output_message = no_output;
+    decoder d;
+    decoder_init(&d);
     swin_status st = run(&d, data, size, name, alloc, ctx, out, custom);
     jpeg_destroy_decompress(&d.cinfo);
     if (st != SWIN_OK) {
@@ -186,3 +199,70 @@ swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
     }
     return st;
 }
+
+// ---- coefficients only (jpeg.h): entropy decoding, the rest left to jpeg_exact.h
+static swin_status run_coefs(decoder *d, const uint8_t *data, size_t size, const char *name, swin_jpeg_coefs *out) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (setjmp(d->err.jump)) return jump_status(d, name);
+    read_header(d, data, size);
+    const int nc = c->num_components;
+    swin_status st = swin_image_check_size(name, "JPEG", (long)c->image_width, (long)c->image_height);
+    if (st != SWIN_OK) return st;
+    int ok = c->data_precision == 8 && (nc == 1 || (nc == 3 && (c->jpeg_color_space == JCS_YCbCr ||
+                                                                 c->jpeg_color_space == JCS_RGB)));
+    for (int i = 0; ok && i < nc; i++) {
+        const jpeg_component_info *ci = &c->comp_info[i];
+        int fx = c->max_h_samp_factor / ci->h_samp_factor, fy = c->max_v_samp_factor / ci->v_samp_factor;
+        ok = (fx == 1 || fx == 2) && (fy == 1 || fy == 2) && fx * ci->h_samp_factor == c->max_h_samp_factor &&
+             fy * ci->v_samp_factor == c->max_v_samp_factor;
+    }
+    if (!ok)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: JPEG layout not covered by the split decode (%d components, "
+                         "colour space %d, %d-bit)", name, nc, (int)c->jpeg_color_space, c->data_precision);
+    jvirt_barray_ptr *arrays = jpeg_read_coefficients(c);
+    out->w = (int)c->image_width, out->h = (int)c->image_height, out->nc = nc;
+    out->ycc = nc == 3 && c->jpeg_color_space == JCS_YCbCr;
+    size_t total = 0;
+    for (int i = 0; i < nc; i++) {
+        const jpeg_component_info *ci = &c->comp_info[i];
+        swin_jpeg_plane *p = &out->comp[i];
+        p->fx = c->max_h_samp_factor / ci->h_samp_factor, p->fy = c->max_v_samp_factor / ci->v_samp_factor;
+        p->dw = (int)ci->downsampled_width, p->dh = (int)ci->downsampled_height;
+        p->bw = (int)ci->width_in_blocks, p->bh = (int)ci->height_in_blocks;
+        if (!ci->quant_table)
+            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no quantisation table for component %d)", name, i);
+        for (int k = 0; k < 64; k++) p->quant[k] = ci->quant_table->quantval[k];
+        total += (size_t)p->bw * p->bh * 64;
+    }
+    out->buf = malloc(total * sizeof(int16_t));
+    if (!out->buf) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%zu coefficients)", name, total);
+    int16_t *q = out->buf;
+    for (int i = 0; i < nc; i++) {
+        swin_jpeg_plane *p = &out->comp[i];
+        p->coef = q;
+        for (int by = 0; by < p->bh; by++) {
+            JBLOCKARRAY row = (*c->mem->access_virt_barray)((j_common_ptr)c, arrays[i], (JDIMENSION)by, 1, FALSE);
+            for (int bx = 0; bx < p->bw; bx++, q += 64)
+                for (int k = 0; k < 64; k++) q[k] = row[0][bx][k];
+        }
+    }
+    jpeg_finish_decompress(c); /* as swin_jpeg_decode: a missing end-of-image marker is truncation */
+    return SWIN_OK;
+}
+
+swin_status swin_jpeg_read_coefs(const uint8_t *data, size_t size, const char *name, swin_jpeg_coefs *out) {
+    *out = (swin_jpeg_coefs){0};
+    decoder d;
+    decoder_init(&d);
+    swin_status st = run_coefs(&d, data, size, name, out);
+    jpeg_destroy_decompress(&d.cinfo);
+    if (st != SWIN_OK) swin_jpeg_coefs_free(out);
+    return st;
+}
+
+void swin_jpeg_coefs_free(swin_jpeg_coefs *c) {
+    if (!c) return;
+    free(c->buf);
+    *c = (swin_jpeg_coefs){0};
+}
+

@@ -15,6 +15,39 @@
 swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
                              void *ctx, swin_image *out, int *custom);
 
+/* ---- the split decode: entropy decoding on the CPU (libjpeg), the rest anywhere (jpeg_exact.h)
+ * The DCT coefficients of a JPEG, with what is needed to finish the decode exactly as
+ * swin_jpeg_decode does: 1 component (grey) or 3 (YCbCr, or RGB as stored), each at the full
+ * resolution or at half of it in either direction (4:4:4, 4:2:2, 4:2:0, 4:4:0), 8-bit. */
+typedef struct {
+    int fx, fy;            /* 1 or 2: full-resolution pixels per sample, across and down */
+    int dw, dh;            /* the component's size in samples (libjpeg's downsampled size) */
+    int bw, bh;            /* blocks per row and block rows stored (cover dw x dh) */
+    uint16_t quant[64];    /* quantisation table, natural order */
+    int16_t *coef;         /* [bh][bw][64], natural order, into the struct's one allocation */
+} swin_jpeg_plane;
+
+typedef struct {
+    int w, h;              /* image size */
+    int nc;                /* 1 or 3 */
+    int ycc;               /* 3 components: 1 YCbCr (converted to RGB), 0 RGB as stored */
+    swin_jpeg_plane comp[3];
+    int16_t *buf;          /* the coefficients of every component (malloc) */
+} swin_jpeg_coefs;
+
+/* Entropy-decode a JPEG (baseline or progressive) into *out. The same refusals as
+ * swin_jpeg_decode (corrupt, truncated: SWIN_ERR_IMAGE naming the file); a valid JPEG of a layout
+ * above does not cover (CMYK, other sampling factors, 12-bit) is SWIN_ERR_UNSUPPORTED, and the
+ * caller decodes it whole with swin_jpeg_decode instead. */
+swin_status swin_jpeg_read_coefs(const uint8_t *data, size_t size, const char *name, swin_jpeg_coefs *out);
+void swin_jpeg_coefs_free(swin_jpeg_coefs *c);
+
+/* jpeg_exact.c: the rest of the decode on the CPU with jpeg_exact.h's arithmetic: rgb [h][w][3]
+ * receives what swin_jpeg_decode would have given, bit for bit. scratch: at least
+ * swin_jpeg_scratch_bytes(c) bytes (the components' sample planes). */
+size_t swin_jpeg_scratch_bytes(const swin_jpeg_coefs *c);
+void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scratch);
+
 /* decode.c: SWIN_OK, or SWIN_ERR_IMAGE "<name>: <format> of WxH pixels is too large (...)" when
  * w x h is over SWIN_IMAGE_MAX_SIDE or SWIN_IMAGE_MAX_PIXELS. */
 swin_status swin_image_check_size(const char *name, const char *format, long w, long h);

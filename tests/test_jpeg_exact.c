@@ -1,0 +1,121 @@
+/* test_jpeg_exact.c - the split JPEG decode (src/image/jpeg.h: swin_jpeg_read_coefs, then
+ * swin_jpeg_reconstruct with jpeg_exact.h's arithmetic) against libjpeg's whole decode
+ * (swin_jpeg_decode, which test_jpeg proves equal to Pillow's pixels), bit for bit.
+ *   build/tests/test_jpeg_exact <source dir> [more JPEG files...]
+ * 1. every .jpg in tests/data/jpeg: the layouts the split covers (grey; YCbCr at 4:4:4, 4:2:2,
+ *    4:2:0; RGB; baseline, progressive, optimised, restart markers; odd and 1-2 pixel sizes) give
+ *    exactly the whole decode's pixels; CMYK is refused as unsupported (the caller decodes it
+ *    whole). Prints per file the layout and the number of differing values, which must be 0;
+ * 2. the same for any files given after the source dir (e.g. a folder of photos);
+ * 3. a truncated file is refused with SWIN_ERR_IMAGE naming it, as the whole decode refuses it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jpeg.h"
+#include "swin.h"
+#include "testutil.h"
+
+static int g_split, g_whole_only;
+
+/* one file: split decode vs whole decode; returns 1 when the split covered it */
+static int check_file(const char *path, const uint8_t *data, size_t size) {
+    swin_image ref;
+    int custom = 0;
+    if (swin_jpeg_decode(data, size, path, NULL, NULL, &ref, &custom) != SWIN_OK) {
+        printf("skip %-48s (the whole decode refuses it: %s)\n", path, swin_last_error());
+        return 0;
+    }
+    swin_jpeg_coefs c;
+    swin_status st = swin_jpeg_read_coefs(data, size, path, &c);
+    if (st == SWIN_ERR_UNSUPPORTED) {
+        printf("ok   %-48s %dx%d not covered by the split: %s\n", path, ref.width, ref.height, swin_last_error());
+        g_whole_only++;
+        swin_image_free(&ref);
+        return 0;
+    }
+    if (!CHECK(st == SWIN_OK, "%s: swin_jpeg_read_coefs: %s", path, swin_last_error())) {
+        swin_image_free(&ref);
+        return 0;
+    }
+    CHECK(c.w == ref.width && c.h == ref.height, "%s: %dx%d against %dx%d", path, c.w, c.h, ref.width, ref.height);
+    size_t n = (size_t)c.w * c.h * 3;
+    uint8_t *rgb = malloc(n), *scratch = malloc(swin_jpeg_scratch_bytes(&c));
+    if (!CHECK(rgb && scratch, "out of memory")) goto done;
+    memset(rgb, 0xA5, n);   /* poison: a pixel not written shows */
+    swin_jpeg_reconstruct(&c, rgb, scratch);
+    size_t diff = 0, first = n;
+    int worst = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rgb[i] != ref.rgb[i]) {
+            int d = abs((int)rgb[i] - (int)ref.rgb[i]);
+            if (first == n) first = i;
+            if (d > worst) worst = d;
+            diff++;
+        }
+    char layout[64];
+    if (c.nc == 1) snprintf(layout, sizeof layout, "grey");
+    else snprintf(layout, sizeof layout, "%s chroma %dx%d", c.ycc ? "YCbCr" : "RGB", c.comp[1].fx, c.comp[1].fy);
+    printf("%s %-48s %dx%d %-18s %zu of %zu values differ", diff ? "FAIL" : "ok  ", path, c.w, c.h, layout, diff, n);
+    if (diff) printf(" (first at pixel %zu, largest %d levels)", first / 3, worst);
+    printf("\n");
+    CHECK(diff == 0, "%s: the split decode differs from the whole decode in %zu values", path, diff);
+    g_split++;
+done:
+    free(rgb), free(scratch);
+    swin_jpeg_coefs_free(&c);
+    swin_image_free(&ref);
+    return 1;
+}
+
+static void check_path(const char *path) {
+    size_t size = 0;
+    uint8_t *data = tu_read_file(path, &size);
+    if (!CHECK(data != NULL, "cannot read %s", path)) return;
+    check_file(path, data, size);
+    free(data);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+    const char *src = argc > 1 ? argv[1] : ".";
+    char dir[1024], path[1400];
+    snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
+    DIR *d = opendir(dir);
+    if (!CHECK(d != NULL, "cannot open %s", dir)) return tu_finish("test_jpeg_exact");
+    char *names[256];
+    int nn = 0;
+    for (struct dirent *e; (e = readdir(d)) && nn < 256;) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".jpg")) names[nn++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], by_name);
+    for (int i = 0; i < nn; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        check_path(path);
+    }
+    /* the fixtures hold at least these layouts: the test must not pass on nothing */
+    CHECK(g_split >= 15, "only %d fixtures went through the split decode (expected >= 15)", g_split);
+    CHECK(g_whole_only >= 2, "the CMYK fixtures should be refused by the split (%d were)", g_whole_only);
+    for (int i = 2; i < argc; i++) check_path(argv[i]);
+
+    /* a truncated file: the same refusal as the whole decode */
+    snprintf(path, sizeof path, "%s/baseline_420_160x120.jpg", dir);
+    size_t size = 0;
+    uint8_t *data = tu_read_file(path, &size);
+    if (CHECK(data && size > 100, "cannot read %s", path)) {
+        swin_jpeg_coefs c;
+        swin_status st = swin_jpeg_read_coefs(data, size / 2, "half.jpg", &c);
+        printf("%s truncated: %s\n", st == SWIN_ERR_IMAGE ? "ok  " : "FAIL", swin_last_error());
+        CHECK(st == SWIN_ERR_IMAGE && strstr(swin_last_error(), "half.jpg") && c.buf == NULL,
+              "a truncated JPEG: %s, %s", swin_status_str(st), swin_last_error());
+    }
+    free(data);
+    for (int i = 0; i < nn; i++) free(names[i]);
+    return tu_finish("test_jpeg_exact");
+}
