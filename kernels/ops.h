@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 #include "../src/layers.h"
+#include "../src/image/jpeg_exact.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,6 +164,18 @@ static inline size_t swin_pre_meta_bytes(int n, size_t n_coef) {
 swin_status swin_preprocess_cuda(float *out, const uint8_t *src, size_t src_bytes, uint8_t *tmp,
                                  size_t tmp_bytes, void *meta, size_t meta_bytes,
                                  const swin_pre_batch *b, cudaStream_t st);
+
+/* ---- the split JPEG decode's GPU half (kernels/jpeg_exact.cu; the arithmetic of
+ * src/image/jpeg_exact.h): for each of the n images described by img_host[k] (jpeg.h
+ * swin_jpeg_describe), its coefficients in coef (device, coef_elems int16) become its RGB8
+ * pixels [h][w][3] in dst (device, dst_bytes), through its sample planes in planes (device,
+ * plane_bytes), exactly as libjpeg decodes them. img_dev: device room for n records, which the op
+ * copies there on st (asynchronously when img_host is page-locked: leave it unchanged until st
+ * has passed the op). Every record is checked against the buffer sizes (SWIN_ERR_ARGUMENT); the
+ * images' planes and pixels must not overlap. 1 <= n <= 65535. */
+swin_status swin_jpeg_exact_cuda(uint8_t *dst, size_t dst_bytes, const int16_t *coef, size_t coef_elems,
+                                 uint8_t *planes, size_t plane_bytes, const swin_jx_image *img_host,
+                                 swin_jx_image *img_dev, int n, cudaStream_t st);
 
 #ifdef __cplusplus
 }

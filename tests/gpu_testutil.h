@@ -23,7 +23,7 @@ static const char *const tg_dt_name[3] = {"f32", "f16", "bf16"};
 static const double tg_tol[3] = {1e-5, 2e-3, 1.6e-2};
 
 /* 1 when a GPU is usable; else prints why (the caller returns TU_SKIP). */
-static int tg_have_gpu(const char *suite) {
+static inline int tg_have_gpu(const char *suite) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -33,7 +33,7 @@ static int tg_have_gpu(const char *suite) {
     return 1;
 }
 
-static int tg_quick(void) {
+static inline int tg_quick(void) {
     const char *q = getenv("SWIN_TEST_QUICK");
     return q && q[0] == '1';
 }
@@ -44,9 +44,9 @@ typedef struct {
     int dt;     /* 0 f32, 1 f16, 2 bf16 (swin_dtype) */
 } tg_buf;
 
-static size_t tg_es(int dt) { return dt == 0 ? 4 : 2; }
+static inline size_t tg_es(int dt) { return dt == 0 ? 4 : 2; }
 
-static tg_buf tg_alloc(size_t n, int dt) {
+static inline tg_buf tg_alloc(size_t n, int dt) {
     tg_buf b = {NULL, n, dt};
     if (cudaMalloc(&b.p, n * tg_es(dt) + TG_GUARD) != cudaSuccess) {
         fprintf(stderr, "cudaMalloc of %zu bytes failed\n", n * tg_es(dt) + TG_GUARD);
@@ -56,12 +56,12 @@ static tg_buf tg_alloc(size_t n, int dt) {
     return b;
 }
 
-static void tg_free(tg_buf *b) {
+static inline void tg_free(tg_buf *b) {
     cudaFree(b->p);
     b->p = NULL;
 }
 
-static void tg_upload(tg_buf *b, const float *x) {
+static inline void tg_upload(tg_buf *b, const float *x) {
     size_t bytes = b->n * tg_es(b->dt);
     void *h = malloc(bytes ? bytes : 1);
     if (b->dt == 0) memcpy(h, x, bytes);
@@ -71,7 +71,7 @@ static void tg_upload(tg_buf *b, const float *x) {
     free(h);
 }
 
-static void tg_download(const tg_buf *b, float *x) {
+static inline void tg_download(const tg_buf *b, float *x) {
     size_t bytes = b->n * tg_es(b->dt);
     void *h = malloc(bytes ? bytes : 1);
     cudaMemcpy(h, b->p, bytes, cudaMemcpyDeviceToHost);
@@ -82,10 +82,10 @@ static void tg_download(const tg_buf *b, float *x) {
 }
 
 /* all bits set: a NaN in f32, f16 and bf16 */
-static void tg_poison(tg_buf *b) { cudaMemset(b->p, 0xFF, b->n * tg_es(b->dt)); }
+static inline void tg_poison(tg_buf *b) { cudaMemset(b->p, 0xFF, b->n * tg_es(b->dt)); }
 
 /* 1 when the guard zone after the data is untouched */
-static int tg_guard_ok(const tg_buf *b) {
+static inline int tg_guard_ok(const tg_buf *b) {
     unsigned char g[TG_GUARD];
     cudaMemcpy(g, (const char *)b->p + b->n * tg_es(b->dt), TG_GUARD, cudaMemcpyDeviceToHost);
     for (int i = 0; i < TG_GUARD; i++)
@@ -94,7 +94,7 @@ static int tg_guard_ok(const tg_buf *b) {
 }
 
 /* Synchronise; 1 when no CUDA error is pending (printed otherwise). */
-static int tg_sync_ok(const char *what) {
+static inline int tg_sync_ok(const char *what) {
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     return e == cudaSuccess;
@@ -102,7 +102,7 @@ static int tg_sync_ok(const char *what) {
 
 /* Compare got with ref over n: max|got-ref| / max|ref| <= tol (tol 0: bit-exact values). NaN or
  * Inf never passes. Prints one line; returns 1 on pass. */
-static int tg_compare(const char *name, const float *got, const float *ref, size_t n, double tol) {
+static inline int tg_compare(const char *name, const float *got, const float *ref, size_t n, double tol) {
     double diff = tu_max_abs_diff(got, ref, n), scale = tu_max_abs(ref, n);
     double err = tol == 0 ? diff : diff / (scale > 1e-30 ? scale : 1e-30);
     int ok = err <= tol && isfinite(err);

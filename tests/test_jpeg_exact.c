@@ -10,7 +10,6 @@
  * 3. a truncated file is refused with SWIN_ERR_IMAGE naming it, as the whole decode refuses it.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,26 +78,14 @@ static void check_path(const char *path) {
     free(data);
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int main(int argc, char **argv) {
     const char *src = argc > 1 ? argv[1] : ".";
     char dir[1024], path[1400];
     snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
-    DIR *d = opendir(dir);
-    if (!CHECK(d != NULL, "cannot open %s", dir)) return tu_finish("test_jpeg_exact");
     char *names[256];
-    int nn = 0;
-    for (struct dirent *e; (e = readdir(d)) && nn < 256;) {
-        size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".jpg")) names[nn++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)nn, sizeof names[0], by_name);
-    for (int i = 0; i < nn; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        check_path(path);
-    }
+    int nn = tu_list_files(dir, ".jpg", names, 256);
+    if (!CHECK(nn > 0, "no .jpg files in %s", dir)) return tu_finish("test_jpeg_exact");
+    for (int i = 0; i < nn; i++) check_path(names[i]);
     /* the fixtures hold at least these layouts: the test must not pass on nothing */
     CHECK(g_split >= 15, "only %d fixtures went through the split decode (expected >= 15)", g_split);
     CHECK(g_whole_only >= 2, "the CMYK fixtures should be refused by the split (%d were)", g_whole_only);

@@ -1,6 +1,7 @@
 /* testutil.c - see testutil.h */
 #define _XOPEN_SOURCE 700
 #include "testutil.h"
+#include <dirent.h>
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -130,3 +131,23 @@ unsigned char *tu_read_file(const char *path, size_t *n) {
     if (buf) { buf[size] = 0; *n = (size_t)size; }
     return buf;
 }
+
+static int tu_by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int tu_list_files(const char *dir, const char *suffix, char **paths, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    const size_t ls = strlen(suffix);
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        size_t l = strlen(e->d_name);
+        if (l <= ls || strcmp(e->d_name + l - ls, suffix)) continue;
+        size_t need = strlen(dir) + l + 2;
+        if (!(paths[n] = malloc(need))) break;
+        snprintf(paths[n++], need, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    qsort(paths, (size_t)n, sizeof paths[0], tu_by_name);
+    return n;
+}
+

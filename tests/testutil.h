@@ -30,6 +30,9 @@ float tu_bf16_to_f32(uint16_t h);
 void tu_round_to(float *x, size_t n, int dtype);
 /* A whole file, malloc'd with one NUL byte after its *n bytes; NULL when it cannot be read. */
 unsigned char *tu_read_file(const char *path, size_t *n);
+/* The paths dir/NAME of the files in dir whose names end in suffix, sorted by name, malloc'd
+ * into paths[0 .. max); returns how many (-1 when dir cannot be opened). */
+int tu_list_files(const char *dir, const char *suffix, char **paths, int max);
 /* Make a fresh directory $TMPDIR/<prefix>_XXXXXX into buf; 0 on success. */
 int tu_tmpdir(char *buf, size_t size, const char *prefix);
 /* Remove a directory tree (kept when SWIN_KEEP_TMP is set, for debugging). */

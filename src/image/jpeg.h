@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "jpeg_exact.h"
 
 /* Decode a JPEG held in memory to RGB8 as Pillow's Image.open(..).convert('RGB') does (see
  * image.h), into alloc(ctx, bytes) when alloc is given and returns memory (*custom = 1), else
@@ -47,6 +48,15 @@ void swin_jpeg_coefs_free(swin_jpeg_coefs *c);
  * swin_jpeg_scratch_bytes(c) bytes (the components' sample planes). */
 size_t swin_jpeg_scratch_bytes(const swin_jpeg_coefs *c);
 void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scratch);
+
+/* The batch record (jpeg_exact.h swin_jx_image) of c whose coefficients are copied at element
+ * offset coef in the batch's coefficient buffer (swin_jpeg_pack_coefs), its sample planes at byte
+ * offset plane of the scratch buffer (swin_jpeg_scratch_bytes(c) bytes) and its pixels at byte
+ * offset rgb of the output. Returns the coefficient elements it takes. */
+size_t swin_jpeg_describe(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb,
+                          swin_jx_image *record);
+/* every component's coefficients of c, one after the other, into dst (the describe order) */
+void swin_jpeg_pack_coefs(const swin_jpeg_coefs *c, int16_t *dst);
 
 /* decode.c: SWIN_OK, or SWIN_ERR_IMAGE "<name>: <format> of WxH pixels is too large (...)" when
  * w x h is over SWIN_IMAGE_MAX_SIDE or SWIN_IMAGE_MAX_PIXELS. */

@@ -157,4 +157,46 @@ SWIN_JX_HD void swin_jx_ycc_to_rgb(int y, int cb, int cr, uint8_t rgb[3]) {
     rgb[2] = swin_jx_clamp(y + b);
 }
 
+/* ---- one image of a batch for the GPU (kernels/jpeg_exact.cu): where its coefficients, sample
+ * planes and pixels are in the batch's buffers, and its layout (swin_jpeg_coefs, jpeg.h).
+ * Offsets, not pointers, so that a host copy describes the device buffers. */
+typedef struct {
+    long long coef[3];     /* int16 element offset of each component's [bh][bw][64] coefficients */
+    long long plane[3];    /* byte offset of each component's sample plane (bw 8 x bh 8) in scratch */
+    long long rgb;         /* byte offset of the image's RGB8 pixels [h][w][3] in dst */
+    int w, h, nc, ycc;
+    int fx[3], fy[3], dw[3], dh[3], bw[3], bh[3];
+    uint16_t quant[3][64];
+} swin_jx_image;
+
+/* Block b (0 .. the sum of the components' bw x bh) of image r: its IDCT into its plane. */
+SWIN_JX_HD void swin_jx_block(const swin_jx_image *r, const int16_t *coef, uint8_t *planes, long long b) {
+    for (int i = 0; i < r->nc; i++) {
+        const long long nb = (long long)r->bw[i] * r->bh[i];
+        if (b < nb) {
+            const int by = (int)(b / r->bw[i]), bx = (int)(b % r->bw[i]), ps = r->bw[i] * 8;
+            swin_jx_idct_block(coef + r->coef[i] + b * 64, r->quant[i],
+                               planes + r->plane[i] + (long long)by * 8 * ps + bx * 8, ps);
+            return;
+        }
+        b -= nb;
+    }
+}
+
+/* Pixel p (0 .. w h) of image r, once every block is done: upsampled, converted, into dst. */
+SWIN_JX_HD void swin_jx_pixel(const swin_jx_image *r, const uint8_t *planes, uint8_t *dst, long long p) {
+    const int x = (int)(p % r->w), y = (int)(p / r->w);
+    int v[3] = {0, 0, 0};
+    for (int i = 0; i < r->nc; i++)
+        v[i] = swin_jx_upsample(planes + r->plane[i], r->bw[i] * 8, r->dw[i], r->dh[i], r->fx[i], r->fy[i], x, y);
+    uint8_t *o = dst + r->rgb + p * 3;
+    if (r->nc == 1) {
+        o[0] = o[1] = o[2] = (uint8_t)v[0];
+    } else if (r->ycc) {
+        swin_jx_ycc_to_rgb(v[0], v[1], v[2], o);
+    } else {
+        o[0] = (uint8_t)v[0], o[1] = (uint8_t)v[1], o[2] = (uint8_t)v[2];
+    }
+}
+
 #endif
