@@ -214,7 +214,8 @@ typedef struct {
     int batch;
     bench_stats e2e;                   /* the chosen configuration */
     double e2e_fused, e2e_unfused, attn_fused, attn_unfused;
-    double mlp_fused, mlp_unfused;     /* end to end with the chosen attention, each MLP */
+    double mlp_fused, mlp_unfused;     /* end to end with the chosen attention, each MLP; 0 when the
+                                          MLP has one implementation only (fp32, tf32, fp8) */
     int have_profile;
     swin_engine_profile prof;
 } bench_result;
@@ -239,11 +240,13 @@ static swin_status measure(swin_engine *eng[3], const bench_args *a, const float
     r->e2e_unfused = e2e[!f];
     r->attn_fused = attn[f];
     r->attn_unfused = attn[!f];
-    TRY(swin_engine_set_input(eng[2], input, B));
-    TRY(swin_engine_time_forward(eng[2], B, a->warmup, a->iters, ms));
-    double other = bench_summarise(ms, a->iters).median;
-    r->mlp_fused = a->mlp == SWIN_MLP_FUSED ? e2e[0] : other;
-    r->mlp_unfused = a->mlp == SWIN_MLP_FUSED ? other : e2e[0];
+    if (eng[2]) {
+        TRY(swin_engine_set_input(eng[2], input, B));
+        TRY(swin_engine_time_forward(eng[2], B, a->warmup, a->iters, ms));
+        double other = bench_summarise(ms, a->iters).median;
+        r->mlp_fused = a->mlp == SWIN_MLP_FUSED ? e2e[0] : other;
+        r->mlp_unfused = a->mlp == SWIN_MLP_FUSED ? other : e2e[0];
+    }
     if (a->breakdown) {
         TRY(swin_engine_profile_forward(eng[0], B, 5, &r->prof));
         r->have_profile = 1;
@@ -268,12 +271,16 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
         const bench_result *r = &res[i];
         printf("%s{\"batch\":%d,\"median_ms\":%.4f,\"p10_ms\":%.4f,\"p90_ms\":%.4f,\"img_per_s\":%.1f,"
                "\"tflops\":%.3f,\"attention_fused_ms\":%.4f,\"attention_unfused_ms\":%.4f,"
-               "\"attention_ratio\":%.3f,\"e2e_unfused_ms\":%.4f,\"e2e_ratio\":%.3f,\"mlp_fused_ms\":%.4f,"
-               "\"mlp_unfused_ms\":%.4f,\"mlp_ratio\":%.3f,\"breakdown\":",
+               "\"attention_ratio\":%.3f,\"e2e_unfused_ms\":%.4f,\"e2e_ratio\":%.3f,",
                i ? "," : "", r->batch, r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
                gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
-               r->e2e_unfused, r->e2e_unfused / r->e2e_fused, r->mlp_fused, r->mlp_unfused,
-               r->mlp_unfused / r->mlp_fused);
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+        if (r->mlp_fused > 0)
+            printf("\"mlp_fused_ms\":%.4f,\"mlp_unfused_ms\":%.4f,\"mlp_ratio\":%.3f,", r->mlp_fused, r->mlp_unfused,
+                   r->mlp_unfused / r->mlp_fused);
+        else
+            printf("\"mlp_fused_ms\":null,\"mlp_unfused_ms\":null,\"mlp_ratio\":null,");
+        printf("\"breakdown\":");
         if (!r->have_profile) { printf("null}"); continue; }
         const double *c = r->prof.class_ms;
         printf("{\"gemm_ms\":%.4f,\"attention_ms\":%.4f,\"norm_shift_merge_ms\":%.4f,\"other_ms\":%.4f,"
@@ -330,14 +337,18 @@ static void print_table(const bench_args *a, const char *arch, const char *sourc
            "mlp unfus", "ratio");
     for (int i = 0; i < n; i++) {
         const bench_result *r = &res[i];
-        printf("%6d %10.3f %9.3f %9.3f %10.1f %8.2f | %11.3f %11.3f %6.2fx | %11.3f %6.2fx | %11.3f %11.3f %6.2fx\n",
-               r->batch, r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
+        printf("%6d %10.3f %9.3f %9.3f %10.1f %8.2f | %11.3f %11.3f %6.2fx | %11.3f %6.2fx |", r->batch,
+               r->e2e.median, r->e2e.p10, r->e2e.p90, r->batch * 1000.0 / r->e2e.median,
                gflops * r->batch / r->e2e.median, r->attn_fused, r->attn_unfused, r->attn_unfused / r->attn_fused,
-               r->e2e_unfused, r->e2e_unfused / r->e2e_fused, r->mlp_fused, r->mlp_unfused,
-               r->mlp_unfused / r->mlp_fused);
+               r->e2e_unfused, r->e2e_unfused / r->e2e_fused);
+        if (r->mlp_fused > 0)
+            printf(" %11.3f %11.3f %6.2fx\n", r->mlp_fused, r->mlp_unfused, r->mlp_unfused / r->mlp_fused);
+        else
+            printf(" %11s %11s %7s\n", "-", "-", "-");
     }
     printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end with each\n"
-           "attention; MLP: end to end with each MLP (fc1 + GELU as one GEMM, or cuBLASLt + a GELU pass).\n");
+           "attention; MLP: end to end with each MLP (fc1 + GELU as one GEMM, or cuBLASLt + a GELU pass;\n"
+           "fp16 and bf16 only: in fp32, tf32 and fp8 the MLP has one implementation).\n");
     for (int i = 0; i < n; i++)
         if (res[i].have_profile) print_breakdown(&res[i], stages);
 }
@@ -349,7 +360,9 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     swin_session_options o = bench_options(a);
     int maxb = o.max_batch;
     swin_engine *eng[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < 3; k++) {
+    /* the other MLP only where --mlp changes anything (16-bit activations, no FP8) */
+    const int two_mlps = a->precision == SWIN_FP16 || a->precision == SWIN_BF16;
+    for (int k = 0; k < 2 + two_mlps; k++) {
         o.attention = k != 1 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
         o.mlp = k != 2 ? a->mlp : (a->mlp == SWIN_MLP_FUSED ? SWIN_MLP_UNFUSED : SWIN_MLP_FUSED);
         swin_status st = bench_engine_create(m, &o, &eng[k]);
