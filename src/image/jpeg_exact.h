@@ -19,6 +19,10 @@
  *   are that row itself, as libjpeg's context rows are). A component only 1 or 2 samples wide
  *   (and 2x upsampled horizontally) is upsampled by repetition, as libjpeg does.
  * - colour: jdcolor.c's ycc_rgb_convert, 16-bit fixed point tables computed per value here.
+ * Exactness holds for valid JPEGs. Damaged entropy-coded data can give coefficients whose IDCT
+ * overflows the 16-bit arithmetic of libjpeg-turbo's SIMD IDCTs (valid data stays far inside
+ * it); libjpeg's output for those then depends on the CPU's instruction set, and this 64-bit
+ * arithmetic may differ from it (14 of 188 decodable damaged copies of a test file did).
  * Test: tests/test_jpeg_exact.c (every committed JPEG against libjpeg's own decode, bit for bit).
  */
 #ifndef SWIN_JPEG_EXACT_H
