@@ -16,7 +16,7 @@ static __global__ void gelu_kernel(T *__restrict__ x, const T *__restrict__ resi
         float a[V];
         pack_load<T, V>(a, x + i * V);
 #pragma unroll
-        for (int k = 0; k < V; k++) a[k] = 0.5f * a[k] * (1.0f + erff(a[k] * 0.70710678118654752f));
+        for (int k = 0; k < V; k++) a[k] = swin_gelu_erf(a[k]);
         if (residual) {
             float r[V];
             pack_load<T, V>(r, residual + i * V);

@@ -60,8 +60,8 @@ static int head_width(int hd) {
 
 static swin_status device_limits(int *sms, int *smem_optin) {
     int dev = 0;
+    SWIN_TRY(swin_device_sms(sms));
     SWIN_CUDA_TRY(cudaGetDevice(&dev));
-    SWIN_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
     SWIN_CUDA_TRY(cudaDeviceGetAttribute(smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     return SWIN_OK;
 }

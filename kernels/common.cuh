@@ -4,6 +4,8 @@
  * SWIN_LAUNCH_CHECK(name)   after a launch: cudaGetLastError(), and a synchronise when
  *                           swin_cuda_debug_sync is set (SWIN_CUDA_SYNC=1) to pin async faults
  * load_f / store_f          read/write one element of the session dtype as float
+ * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
+ * swin_device_sms           the current GPU's multiprocessor count
  */
 #ifndef SWIN_COMMON_CUH
 #define SWIN_COMMON_CUH
@@ -30,6 +32,16 @@ __device__ __forceinline__ float load_f(const __nv_bfloat16 *p, size_t i) { retu
 __device__ __forceinline__ void store_f(float *p, size_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store_f(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void store_f(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+/* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
+__device__ __forceinline__ float swin_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+static inline swin_status swin_device_sms(int *sms) {
+    int dev = 0;
+    SWIN_CUDA_TRY(cudaGetDevice(&dev));
+    SWIN_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    return SWIN_OK;
+}
 
 /* Dispatch a templated launcher on the runtime dtype: SWIN_DISPATCH(dt, T, expr using T). */
 #define SWIN_DISPATCH(dt, T, ...)                                                              \

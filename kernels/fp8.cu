@@ -24,7 +24,6 @@ static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
     return __half2float(__half(h));
 }
 
-static __device__ __forceinline__ float gelu_f(float a) { return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)); }
 
 // ---- amax: per-thread max of the bit patterns of |x| (non-negative floats order as unsigned
 // integers, and a NaN's pattern is above +inf's, so a NaN is never hidden), warp, block, atomic
@@ -70,7 +69,7 @@ static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *_
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float a = load_f(x, i * V + k);
-            if (Gelu) a = gelu_f(a);
+            if (Gelu) a = swin_gelu_erf(a);
             o[k] = e4m3(a * inv);
         }
         if (V == 8) {
@@ -124,7 +123,7 @@ static __global__ void qdq_kernel(T *__restrict__ y, const T *__restrict__ x, si
                                   int gelu) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float a = load_f(x, i);
-        if (gelu) a = gelu_f(a);
+        if (gelu) a = swin_gelu_erf(a);
         store_f(y, i, e4m3_to_f(e4m3(a * inv)) * scale);
     }
 }

@@ -32,9 +32,9 @@
  * 2.34 to 1.82 ms). Next: wgmma + TMA, then fc2 from the hidden on chip.
  * Test: tests/test_gpu_gemm.c (against the CPU linear layer, both tile shapes, edge tiles).
  */
-#include "common.cuh"
 #include "gemm.h"
 #include "mma.cuh"
+#include "row.cuh"
 
 namespace {
 
@@ -74,8 +74,6 @@ __device__ __forceinline__ void load_tile(T *s, const T *g, int r0, int rows, in
         cp_async16(s + swz<CH>(r, ch), ok ? g + (size_t)gr * K + gk : g, ok);
     }
 }
-
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 template <class S, typename T, bool GELU>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_CTAS)
@@ -147,30 +145,20 @@ gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restri
                 const int row = m0 + wm0 + i * 16 + (lane >> 2) + h * 8;
                 if (row >= M) continue;
                 float v0 = acc[i][j][2 * h] + b0, v1 = acc[i][j][2 * h + 1] + b1;
-                if (GELU) v0 = gelu_erf(v0), v1 = gelu_erf(v1);
+                if (GELU) v0 = swin_gelu_erf(v0), v1 = swin_gelu_erf(v1);
                 *reinterpret_cast<uint32_t *>(out + (size_t)row * N + col) = pack2<T>(v0, v1);
             }
         }
     }
 }
 
-int sm_count() {
-    static int cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    if (!cached[dev]) {
-        int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 132;
-        cached[dev] = n;
-    }
-    return cached[dev];
-}
-
 template <class S, typename T, bool GELU>
 swin_status launch_shape(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
-    /* above 48 KiB of dynamic shared memory needs the opt-in; setting it again is harmless */
-    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_mma_kernel<S, T, GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)S::SMEM));
+    /* above 48 KiB of dynamic shared memory needs the opt-in (per launch, as attention.cu does:
+     * the attribute is per device) */
+    if (S::SMEM > 48 * 1024)
+        SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_mma_kernel<S, T, GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)S::SMEM));
     dim3 grid((unsigned)((N + S::BN - 1) / S::BN), (unsigned)((M + S::BM - 1) / S::BM));
     gemm_mma_kernel<S, T, GELU><<<grid, S::THREADS, S::SMEM, st>>>(out, in, w, bias, M, K, N);
     SWIN_LAUNCH_CHECK("gemm_mma_kernel", st);
@@ -181,21 +169,28 @@ template <typename T, bool GELU>
 swin_status launch(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
     const long long large = (long long)((M + 127) / 128) * ((N + 127) / 128);
     const bool k64 = K % 64 == 0;
-    if (large >= sm_count())
+    int sms = 0;
+    SWIN_TRY(swin_device_sms(&sms));
+    if (large >= sms)
         return k64 ? launch_shape<Large64, T, GELU>(out, in, w, bias, M, K, N, st)
                    : launch_shape<Large32, T, GELU>(out, in, w, bias, M, K, N, st);
     return k64 ? launch_shape<Small64, T, GELU>(out, in, w, bias, M, K, N, st)
                : launch_shape<Small32, T, GELU>(out, in, w, bias, M, K, N, st);
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+template <typename T>
+swin_status launch_act(void *out, const void *in, const void *w, const void *bias, int M, int K, int N, swin_act act,
+                       cudaStream_t st) {
+    return act == SWIN_ACT_GELU ? launch<T, true>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st)
+                                : launch<T, false>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st);
+}
 
 } // namespace
 
 extern "C" int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
                                       const void *w, const void *bias) {
     return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && M > 0 && K > 0 && N > 0 && K % 8 == 0 && N % 8 == 0 &&
-           aligned16(out) && aligned16(in) && aligned16(w) && (!bias || ((uintptr_t)bias & 3u) == 0);
+           swin_aligned16(out) && swin_aligned16(in) && swin_aligned16(w) && (!bias || ((uintptr_t)bias & 3u) == 0);
 }
 
 extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
@@ -209,13 +204,6 @@ extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void 
                          "%s: needs fp16 or bf16, M, K, N > 0 with K and N multiples of 8, and 16-byte aligned "
                          "out, in and w (got dtype %d, M %d, K %d, N %d)", op, (int)dt, M, K, N);
     if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
-    if (dt == SWIN_DT_F16) {
-        typedef __half T;
-        return act == SWIN_ACT_GELU
-                   ? launch<T, true>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st)
-                   : launch<T, false>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st);
-    }
-    typedef __nv_bfloat16 T;
-    return act == SWIN_ACT_GELU ? launch<T, true>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st)
-                                : launch<T, false>((T *)out, (const T *)in, (const T *)w, (const T *)bias, M, K, N, st);
+    return dt == SWIN_DT_F16 ? launch_act<__half>(out, in, w, bias, M, K, N, act, st)
+                             : launch_act<__nv_bfloat16>(out, in, w, bias, M, K, N, act, st);
 }

@@ -167,7 +167,7 @@ swin_status swin_preprocess_cuda(float *out, const uint8_t *src, size_t src_byte
 
 /* ---- the split JPEG decode's GPU half (kernels/jpeg_exact.cu; the arithmetic of
  * src/image/jpeg_exact.h): for each of the n images described by img_host[k] (jpeg.h
- * swin_jpeg_describe), its coefficients in coef (device, coef_elems int16) become its RGB8
+ * swin_jpeg_record_at), its coefficients in coef (device, coef_elems int16) become its RGB8
  * pixels [h][w][3] in dst (device, dst_bytes), through its sample planes in planes (device,
  * plane_bytes), exactly as libjpeg decodes them. img_dev: device room for n records, which the op
  * copies there on st (asynchronously when img_host is page-locked: leave it unchanged until st

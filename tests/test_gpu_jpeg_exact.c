@@ -41,8 +41,8 @@ static void add(const char *path) {
     free(data);
     if (st == SWIN_ERR_UNSUPPORTED || st == SWIN_ERR_IMAGE) return;   /* CMYK; files the decode refuses */
     if (!CHECK(st == SWIN_OK, "%s: %s", path, swin_last_error())) return;
-    it->ref = malloc((size_t)it->c.w * it->c.h * 3);
-    uint8_t *scratch = malloc(swin_jpeg_scratch_bytes(&it->c));
+    it->ref = malloc((size_t)it->c.rec.w * it->c.rec.h * 3);
+    uint8_t *scratch = malloc(it->c.scratch_bytes);
     if (!CHECK(it->ref && scratch, "out of memory")) return;
     swin_jpeg_reconstruct(&it->c, it->ref, scratch);
     free(scratch);
@@ -68,13 +68,15 @@ int main(int argc, char **argv) {
     swin_jx_image *rec = calloc((size_t)g_n + 1, sizeof *rec);
     size_t n_coef = 0, n_plane = 0, n_rgb = 0;
     for (int k = 0; k < g_n; k++) {
-        n_coef += swin_jpeg_describe(&g_it[k].c, (long long)n_coef, (long long)n_plane, (long long)n_rgb, &rec[k]);
-        n_plane += swin_jpeg_scratch_bytes(&g_it[k].c);
-        n_rgb += (size_t)g_it[k].c.w * g_it[k].c.h * 3;
+        const swin_jpeg_coefs *c = &g_it[k].c;
+        rec[k] = swin_jpeg_record_at(c, (long long)n_coef, (long long)n_plane, (long long)n_rgb);
+        n_coef += c->n_coef;
+        n_plane += c->scratch_bytes;
+        n_rgb += (size_t)c->rec.w * c->rec.h * 3;
     }
     int16_t *coef = malloc(n_coef * sizeof *coef);
     uint8_t *got = malloc(n_rgb + GUARD);
-    for (int k = 0; k < g_n; k++) swin_jpeg_pack_coefs(&g_it[k].c, coef + rec[k].coef[0]);
+    for (int k = 0; k < g_n; k++) memcpy(coef + rec[k].coef[0], g_it[k].c.buf, g_it[k].c.n_coef * sizeof *coef);
     int16_t *d_coef = NULL;
     uint8_t *d_plane = NULL, *d_rgb = NULL;
     swin_jx_image *d_rec = NULL;
@@ -92,11 +94,11 @@ int main(int argc, char **argv) {
         cudaMemcpy(got, d_rgb, n_rgb + GUARD, cudaMemcpyDeviceToHost);
         for (int k = 0; k < g_n; k++) {
             const item *it = &g_it[k];
-            size_t n = (size_t)it->c.w * it->c.h * 3, diff = 0;
+            size_t n = (size_t)it->c.rec.w * it->c.rec.h * 3, diff = 0;
             const uint8_t *g = got + rec[k].rgb;
             for (size_t i = 0; i < n; i++) diff += g[i] != it->ref[i];
-            printf("%s %-56s %dx%d %zu of %zu values differ from the CPU\n", diff ? "FAIL" : "ok  ", it->path, it->c.w,
-                   it->c.h, diff, n);
+            printf("%s %-56s %dx%d %zu of %zu values differ from the CPU\n", diff ? "FAIL" : "ok  ", it->path, it->c.rec.w,
+                   it->c.rec.h, diff, n);
             CHECK(diff == 0, "%s: the GPU differs from the CPU reference in %zu values", it->path, diff);
         }
         size_t bad = 0;

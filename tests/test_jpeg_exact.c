@@ -41,9 +41,10 @@ static int check_file(const char *path, const uint8_t *data, size_t size) {
         swin_image_free(&ref);
         return 0;
     }
-    CHECK(c.w == ref.width && c.h == ref.height, "%s: %dx%d against %dx%d", path, c.w, c.h, ref.width, ref.height);
-    size_t n = (size_t)c.w * c.h * 3;
-    uint8_t *rgb = malloc(n), *scratch = malloc(swin_jpeg_scratch_bytes(&c));
+    const swin_jx_image *r = &c.rec;
+    CHECK(r->w == ref.width && r->h == ref.height, "%s: %dx%d against %dx%d", path, r->w, r->h, ref.width, ref.height);
+    size_t n = (size_t)r->w * r->h * 3;
+    uint8_t *rgb = malloc(n), *scratch = malloc(c.scratch_bytes);
     if (!CHECK(rgb && scratch, "out of memory")) goto done;
     memset(rgb, 0xA5, n);   /* poison: a pixel not written shows */
     swin_jpeg_reconstruct(&c, rgb, scratch);
@@ -57,9 +58,9 @@ static int check_file(const char *path, const uint8_t *data, size_t size) {
             diff++;
         }
     char layout[64];
-    if (c.nc == 1) snprintf(layout, sizeof layout, "grey");
-    else snprintf(layout, sizeof layout, "%s chroma %dx%d", c.ycc ? "YCbCr" : "RGB", c.comp[1].fx, c.comp[1].fy);
-    printf("%s %-48s %dx%d %-18s %zu of %zu values differ", diff ? "FAIL" : "ok  ", path, c.w, c.h, layout, diff, n);
+    if (r->nc == 1) snprintf(layout, sizeof layout, "grey");
+    else snprintf(layout, sizeof layout, "%s chroma %dx%d", r->ycc ? "YCbCr" : "RGB", r->fx[1], r->fy[1]);
+    printf("%s %-48s %dx%d %-18s %zu of %zu values differ", diff ? "FAIL" : "ok  ", path, r->w, r->h, layout, diff, n);
     if (diff) printf(" (first at pixel %zu, largest %d levels)", first / 3, worst);
     printf("\n");
     CHECK(diff == 0, "%s: the split decode differs from the whole decode in %zu values", path, diff);
@@ -126,11 +127,11 @@ int main(int argc, char **argv) {
         } else {
             swin_image ref;
             int custom = 0;
-            uint8_t *rgb = malloc((size_t)c.w * c.h * 3), *scratch = malloc(swin_jpeg_scratch_bytes(&c));
+            uint8_t *rgb = malloc((size_t)c.rec.w * c.rec.h * 3), *scratch = malloc(c.scratch_bytes);
             if (CHECK(rgb && scratch, "out of memory")) {
                 swin_jpeg_reconstruct(&c, rgb, scratch);
                 if (swin_jpeg_decode(bad, size, "flipped.jpg", NULL, NULL, &ref, &custom) == SWIN_OK) {
-                    differ += memcmp(rgb, ref.rgb, (size_t)c.w * c.h * 3) != 0;
+                    differ += memcmp(rgb, ref.rgb, (size_t)c.rec.w * c.rec.h * 3) != 0;
                     swin_image_free(&ref);
                 }
             }

@@ -24,6 +24,9 @@ static inline int cli_flag(const char *arg, const char *short_name, const char *
     return (short_name && !strcmp(arg, short_name)) || !strcmp(arg, long_name);
 }
 
+/* "fused" / "unfused": the name of an implementation switch's value (--attention, --mlp) */
+static inline const char *cli_fused_str(int fused) { return fused ? "fused" : "unfused"; }
+
 /* --mlp: "fused" or "unfused"; 0 on success */
 static inline int cli_parse_mlp(const char *s, swin_mlp *m) {
     if (!strcmp(s, "fused")) *m = SWIN_MLP_FUSED;

@@ -328,8 +328,8 @@ static void print_breakdown(const bench_result *r, int stages) {
 static void print_table(const bench_args *a, const char *arch, const char *source, const char *gpu,
                         int drv, int rt, const bench_result *res, int n, double gflops, int stages) {
     printf("swin bench: %s (%s), %s, attention %s, mlp %s, graphs %s, %d iterations after %d warm-up\n", arch,
-           source, swin_precision_str(a->precision), a->attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
-           a->mlp == SWIN_MLP_FUSED ? "fused" : "unfused", a->graphs ? "on" : "off", a->iters, a->warmup);
+           source, swin_precision_str(a->precision), cli_fused_str(a->attention == SWIN_ATTN_FUSED),
+           cli_fused_str(a->mlp == SWIN_MLP_FUSED), a->graphs ? "on" : "off", a->iters, a->warmup);
     printf("gpu: %s (cuda:%d), driver %d.%d, runtime %d.%d; %.3f GFLOP per image\n\n", gpu, a->device_index,
            drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, gflops);
     printf("%6s %10s %9s %9s %10s %8s | %11s %11s %7s | %11s %7s | %11s %11s %7s\n", "batch", "median ms", "p10 ms",

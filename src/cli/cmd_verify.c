@@ -268,8 +268,8 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
     printf("reference   %s (batch %d)\n", a->reference, r->batch);
     printf("device      %s, %s", dev, prec);
     if (a->so.device == SWIN_DEVICE_CUDA)
-        printf(", attention %s, mlp %s, graphs %s", a->so.attention == SWIN_ATTN_FUSED ? "fused" : "unfused",
-               a->so.mlp == SWIN_MLP_FUSED ? "fused" : "unfused", a->so.graphs ? "on" : "off");
+        printf(", attention %s, mlp %s, graphs %s", cli_fused_str(a->so.attention == SWIN_ATTN_FUSED),
+               cli_fused_str(a->so.mlp == SWIN_MLP_FUSED), a->so.graphs ? "on" : "off");
     printf("\n");
     report_stages(a, r, stg, first);
     printf("logits      [%d, %d]\n", r->batch, r->classes);

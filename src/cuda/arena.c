@@ -303,15 +303,15 @@ int swin_arena_max_batch(const swin_engine *e, size_t bytes) {
 }
 
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
-    static const char *attn[] = {"fused", "unfused"};
+    static const char *impl[] = {"fused", "unfused"};   /* SWIN_ATTN_* and SWIN_MLP_* */
     char name[256] = "?";
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, e->dev) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n,
                           "device cuda:%d (%s), %s, attention %s, mlp %s, graphs %s, max batch %d\n",
-                          e->dev, name, swin_precision_str(e->opt.precision), attn[e->opt.attention & 1],
-                          attn[e->opt.mlp & 1],
+                          e->dev, name, swin_precision_str(e->opt.precision), impl[e->opt.attention & 1],
+                          impl[e->opt.mlp & 1],
                           e->opt.graphs ? "on" : "off", e->opt.max_batch);
     size_t esz = swin_dtype_size(e->dt), wdt = e->region[REG_WEIGHTS_DT];
     if (n < size)

@@ -208,44 +208,42 @@ static swin_status run_coefs(decoder *d, const uint8_t *data, size_t size, const
     const int nc = c->num_components;
     swin_status st = swin_image_check_size(name, "JPEG", (long)c->image_width, (long)c->image_height);
     if (st != SWIN_OK) return st;
+    swin_jx_image *r = &out->rec;
     int ok = c->data_precision == 8 && (nc == 1 || (nc == 3 && (c->jpeg_color_space == JCS_YCbCr ||
                                                                  c->jpeg_color_space == JCS_RGB)));
     for (int i = 0; ok && i < nc; i++) {
         const jpeg_component_info *ci = &c->comp_info[i];
-        int fx = c->max_h_samp_factor / ci->h_samp_factor, fy = c->max_v_samp_factor / ci->v_samp_factor;
-        ok = (fx == 1 || fx == 2) && (fy == 1 || fy == 2) && fx * ci->h_samp_factor == c->max_h_samp_factor &&
-             fy * ci->v_samp_factor == c->max_v_samp_factor;
+        r->fx[i] = c->max_h_samp_factor / ci->h_samp_factor, r->fy[i] = c->max_v_samp_factor / ci->v_samp_factor;
+        ok = (r->fx[i] == 1 || r->fx[i] == 2) && (r->fy[i] == 1 || r->fy[i] == 2) &&
+             r->fx[i] * ci->h_samp_factor == c->max_h_samp_factor && r->fy[i] * ci->v_samp_factor == c->max_v_samp_factor;
     }
     if (!ok)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: JPEG layout not covered by the split decode (%d components, "
                          "colour space %d, %d-bit)", name, nc, (int)c->jpeg_color_space, c->data_precision);
     jvirt_barray_ptr *arrays = jpeg_read_coefficients(c);
-    out->w = (int)c->image_width, out->h = (int)c->image_height, out->nc = nc;
-    out->ycc = nc == 3 && c->jpeg_color_space == JCS_YCbCr;
-    size_t total = 0;
+    r->w = (int)c->image_width, r->h = (int)c->image_height, r->nc = nc;
+    r->ycc = nc == 3 && c->jpeg_color_space == JCS_YCbCr;
     for (int i = 0; i < nc; i++) {
         const jpeg_component_info *ci = &c->comp_info[i];
-        swin_jpeg_plane *p = &out->comp[i];
-        p->fx = c->max_h_samp_factor / ci->h_samp_factor, p->fy = c->max_v_samp_factor / ci->v_samp_factor;
-        p->dw = (int)ci->downsampled_width, p->dh = (int)ci->downsampled_height;
-        p->bw = (int)ci->width_in_blocks, p->bh = (int)ci->height_in_blocks;
+        r->dw[i] = (int)ci->downsampled_width, r->dh[i] = (int)ci->downsampled_height;
+        r->bw[i] = (int)ci->width_in_blocks, r->bh[i] = (int)ci->height_in_blocks;
         if (!ci->quant_table)
             return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no quantisation table for component %d)", name, i);
-        for (int k = 0; k < 64; k++) p->quant[k] = ci->quant_table->quantval[k];
-        total += (size_t)p->bw * p->bh * 64;
+        for (int k = 0; k < 64; k++) r->quant[i][k] = ci->quant_table->quantval[k];
+        r->coef[i] = (long long)out->n_coef;
+        r->plane[i] = (long long)out->scratch_bytes;
+        out->n_coef += (size_t)r->bw[i] * r->bh[i] * 64;
+        out->scratch_bytes += (size_t)r->bw[i] * r->bh[i] * 64;   /* 8 x 8 samples a block */
     }
-    out->buf = malloc(total * sizeof(int16_t));
-    if (!out->buf) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%zu coefficients)", name, total);
+    out->buf = malloc(out->n_coef * sizeof(int16_t));
+    if (!out->buf) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%zu coefficients)", name, out->n_coef);
     int16_t *q = out->buf;
-    for (int i = 0; i < nc; i++) {
-        swin_jpeg_plane *p = &out->comp[i];
-        p->coef = q;
-        for (int by = 0; by < p->bh; by++) {
+    for (int i = 0; i < nc; i++)
+        for (int by = 0; by < r->bh[i]; by++) {
             JBLOCKARRAY row = (*c->mem->access_virt_barray)((j_common_ptr)c, arrays[i], (JDIMENSION)by, 1, FALSE);
-            for (int bx = 0; bx < p->bw; bx++, q += 64)
+            for (int bx = 0; bx < r->bw[i]; bx++, q += 64)
                 for (int k = 0; k < 64; k++) q[k] = row[0][bx][k];
         }
-    }
     jpeg_finish_decompress(c); /* as swin_jpeg_decode: a missing end-of-image marker is truncation */
     return SWIN_OK;
 }

@@ -19,21 +19,14 @@ swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
 /* ---- the split decode: entropy decoding on the CPU (libjpeg), the rest anywhere (jpeg_exact.h)
  * The DCT coefficients of a JPEG, with what is needed to finish the decode exactly as
  * swin_jpeg_decode does: 1 component (grey) or 3 (YCbCr, or RGB as stored), each at the full
- * resolution or at half of it in either direction (4:4:4, 4:2:2, 4:2:0, 4:4:0), 8-bit. */
+ * resolution or at half of it in either direction (4:4:4, 4:2:2, 4:2:0, 4:4:0), 8-bit. The
+ * layout is jpeg_exact.h's record of the image alone: coefficient offsets into buf, sample planes
+ * into a scratch buffer of scratch_bytes, pixels at 0. */
 typedef struct {
-    int fx, fy;            /* 1 or 2: full-resolution pixels per sample, across and down */
-    int dw, dh;            /* the component's size in samples (libjpeg's downsampled size) */
-    int bw, bh;            /* blocks per row and block rows stored (cover dw x dh) */
-    uint16_t quant[64];    /* quantisation table, natural order */
-    int16_t *coef;         /* [bh][bw][64], natural order, into the struct's one allocation */
-} swin_jpeg_plane;
-
-typedef struct {
-    int w, h;              /* image size */
-    int nc;                /* 1 or 3 */
-    int ycc;               /* 3 components: 1 YCbCr (converted to RGB), 0 RGB as stored */
-    swin_jpeg_plane comp[3];
-    int16_t *buf;          /* the coefficients of every component (malloc) */
+    swin_jx_image rec;
+    int16_t *buf;          /* n_coef coefficients, the components one after the other (malloc) */
+    size_t n_coef;
+    size_t scratch_bytes;  /* the components' sample planes */
 } swin_jpeg_coefs;
 
 /* Entropy-decode a JPEG (baseline or progressive) into *out. The same refusals as
@@ -44,19 +37,12 @@ swin_status swin_jpeg_read_coefs(const uint8_t *data, size_t size, const char *n
 void swin_jpeg_coefs_free(swin_jpeg_coefs *c);
 
 /* jpeg_exact.c: the rest of the decode on the CPU with jpeg_exact.h's arithmetic: rgb [h][w][3]
- * receives what swin_jpeg_decode would have given, bit for bit. scratch: at least
- * swin_jpeg_scratch_bytes(c) bytes (the components' sample planes). */
-size_t swin_jpeg_scratch_bytes(const swin_jpeg_coefs *c);
+ * receives what swin_jpeg_decode would have given, bit for bit. scratch: c->scratch_bytes. */
 void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scratch);
-
-/* The batch record (jpeg_exact.h swin_jx_image) of c whose coefficients are copied at element
- * offset coef in the batch's coefficient buffer (swin_jpeg_pack_coefs), its sample planes at byte
- * offset plane of the scratch buffer (swin_jpeg_scratch_bytes(c) bytes) and its pixels at byte
- * offset rgb of the output. Returns the coefficient elements it takes. */
-size_t swin_jpeg_describe(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb,
-                          swin_jx_image *record);
-/* every component's coefficients of c, one after the other, into dst (the describe order) */
-void swin_jpeg_pack_coefs(const swin_jpeg_coefs *c, int16_t *dst);
+/* c's record within a batch: its coefficients (c->buf copied there) at element offset coef of the
+ * batch's coefficient buffer, its sample planes at byte offset plane of the batch's scratch, its
+ * pixels at byte offset rgb of the output. */
+swin_jx_image swin_jpeg_record_at(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb);
 
 /* decode.c: SWIN_OK, or SWIN_ERR_IMAGE "<name>: <format> of WxH pixels is too large (...)" when
  * w x h is over SWIN_IMAGE_MAX_SIDE or SWIN_IMAGE_MAX_PIXELS. */

@@ -9,47 +9,19 @@
  * 12%; the portable C here takes 6.6 ms more.
  * Test: tests/test_jpeg_exact.c.
  */
-#include <string.h>
-
 #include "jpeg.h"
 #include "jpeg_exact.h"
 
-size_t swin_jpeg_scratch_bytes(const swin_jpeg_coefs *c) {
-    size_t n = 0;
-    for (int i = 0; i < c->nc; i++) n += (size_t)c->comp[i].bw * 8 * c->comp[i].bh * 8;
-    return n;
-}
-
 /* the GPU's two passes (kernels/jpeg_exact.cu) as loops, on the record of the image alone */
 void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scratch) {
-    swin_jx_image r;
-    swin_jpeg_describe(c, 0, 0, 0, &r);
-    long long blocks = 0;
-    for (int i = 0; i < c->nc; i++) blocks += (long long)c->comp[i].bw * c->comp[i].bh;
-    for (long long b = 0; b < blocks; b++) swin_jx_block(&r, c->buf, scratch, b);
-    for (long long p = 0; p < (long long)c->w * c->h; p++) swin_jx_pixel(&r, scratch, rgb, p);
+    const swin_jx_image *r = &c->rec;
+    for (long long b = 0; b < swin_jx_blocks(r); b++) swin_jx_block(r, c->buf, scratch, b);
+    for (long long p = 0; p < (long long)r->w * r->h; p++) swin_jx_pixel(r, scratch, rgb, p);
 }
 
-size_t swin_jpeg_describe(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb,
-                          swin_jx_image *r) {
-    *r = (swin_jx_image){0};
-    r->w = c->w, r->h = c->h, r->nc = c->nc, r->ycc = c->ycc, r->rgb = rgb;
-    size_t n = 0;
-    for (int i = 0; i < c->nc; i++) {
-        const swin_jpeg_plane *p = &c->comp[i];
-        r->coef[i] = coef + (long long)n;
-        r->plane[i] = plane;
-        plane += (long long)p->bw * 8 * p->bh * 8;
-        n += (size_t)p->bw * p->bh * 64;
-        r->fx[i] = p->fx, r->fy[i] = p->fy, r->dw[i] = p->dw, r->dh[i] = p->dh, r->bw[i] = p->bw, r->bh[i] = p->bh;
-        for (int k = 0; k < 64; k++) r->quant[i][k] = p->quant[k];
-    }
-    return n;
+swin_jx_image swin_jpeg_record_at(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb) {
+    swin_jx_image r = c->rec;
+    for (int i = 0; i < r.nc; i++) r.coef[i] += coef, r.plane[i] += plane;
+    r.rgb = rgb;
+    return r;
 }
-
-void swin_jpeg_pack_coefs(const swin_jpeg_coefs *c, int16_t *dst) {
-    size_t n = 0;
-    for (int i = 0; i < c->nc; i++) n += (size_t)c->comp[i].bw * c->comp[i].bh * 64;
-    memcpy(dst, c->buf, n * sizeof(int16_t));   /* read_coefs stores the components in this order */
-}
-

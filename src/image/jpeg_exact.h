@@ -173,7 +173,14 @@ typedef struct {
     uint16_t quant[3][64];
 } swin_jx_image;
 
-/* Block b (0 .. the sum of the components' bw x bh) of image r: its IDCT into its plane. */
+/* 8x8 blocks of image r, all components */
+SWIN_JX_HD long long swin_jx_blocks(const swin_jx_image *r) {
+    long long n = 0;
+    for (int i = 0; i < r->nc; i++) n += (long long)r->bw[i] * r->bh[i];
+    return n;
+}
+
+/* Block b (0 .. swin_jx_blocks(r)) of image r: its IDCT into its plane. */
 SWIN_JX_HD void swin_jx_block(const swin_jx_image *r, const int16_t *coef, uint8_t *planes, long long b) {
     for (int i = 0; i < r->nc; i++) {
         const long long nb = (long long)r->bw[i] * r->bh[i];
