@@ -20,6 +20,7 @@
 #include <setjmp.h>
 #include <stdio.h> /* jpeglib.h needs FILE */
 #include <stdlib.h>
+#include <string.h>
 
 #include <jerror.h>
 #include <jpeglib.h>
@@ -201,14 +202,12 @@ swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
 }
 
 // ---- coefficients only (jpeg.h): entropy decoding, the rest left to jpeg_exact.h
-static swin_status run_coefs(decoder *d, const uint8_t *data, size_t size, const char *name, swin_jpeg_coefs *out) {
-    struct jpeg_decompress_struct *c = &d->cinfo;
-    if (setjmp(d->err.jump)) return jump_status(d, name);
-    read_header(d, data, size);
+
+/* With the header read: refuse (SWIN_ERR_UNSUPPORTED) a layout the split decode does not cover,
+ * else fill r's layout (everything but the quantisation tables) and the sizes. */
+static swin_status split_layout(const struct jpeg_decompress_struct *c, const char *name, swin_jx_image *r,
+                                size_t *n_coef, size_t *scratch_bytes) {
     const int nc = c->num_components;
-    swin_status st = swin_image_check_size(name, "JPEG", (long)c->image_width, (long)c->image_height);
-    if (st != SWIN_OK) return st;
-    swin_jx_image *r = &out->rec;
     int ok = c->data_precision == 8 && (nc == 1 || (nc == 3 && (c->jpeg_color_space == JCS_YCbCr ||
                                                                  c->jpeg_color_space == JCS_RGB)));
     for (int i = 0; ok && i < nc; i++) {
@@ -220,20 +219,36 @@ static swin_status run_coefs(decoder *d, const uint8_t *data, size_t size, const
     if (!ok)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: JPEG layout not covered by the split decode (%d components, "
                          "colour space %d, %d-bit)", name, nc, (int)c->jpeg_color_space, c->data_precision);
-    jvirt_barray_ptr *arrays = jpeg_read_coefficients(c);
     r->w = (int)c->image_width, r->h = (int)c->image_height, r->nc = nc;
     r->ycc = nc == 3 && c->jpeg_color_space == JCS_YCbCr;
+    *n_coef = *scratch_bytes = 0;
     for (int i = 0; i < nc; i++) {
         const jpeg_component_info *ci = &c->comp_info[i];
         r->dw[i] = (int)ci->downsampled_width, r->dh[i] = (int)ci->downsampled_height;
         r->bw[i] = (int)ci->width_in_blocks, r->bh[i] = (int)ci->height_in_blocks;
+        r->coef[i] = (long long)*n_coef;
+        r->plane[i] = (long long)*scratch_bytes;
+        *n_coef += (size_t)r->bw[i] * r->bh[i] * 64;
+        *scratch_bytes += (size_t)r->bw[i] * r->bh[i] * 64;   /* 8 x 8 samples a block */
+    }
+    return SWIN_OK;
+}
+
+static swin_status run_coefs(decoder *d, const uint8_t *data, size_t size, const char *name, swin_jpeg_coefs *out) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (setjmp(d->err.jump)) return jump_status(d, name);
+    read_header(d, data, size);
+    const int nc = c->num_components;
+    swin_status st = swin_image_check_size(name, "JPEG", (long)c->image_width, (long)c->image_height);
+    if (st != SWIN_OK) return st;
+    swin_jx_image *r = &out->rec;
+    SWIN_TRY(split_layout(c, name, r, &out->n_coef, &out->scratch_bytes));
+    jvirt_barray_ptr *arrays = jpeg_read_coefficients(c);
+    for (int i = 0; i < nc; i++) {   /* the tables latched when the component's first scan began */
+        const jpeg_component_info *ci = &c->comp_info[i];
         if (!ci->quant_table)
             return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no quantisation table for component %d)", name, i);
         for (int k = 0; k < 64; k++) r->quant[i][k] = ci->quant_table->quantval[k];
-        r->coef[i] = (long long)out->n_coef;
-        r->plane[i] = (long long)out->scratch_bytes;
-        out->n_coef += (size_t)r->bw[i] * r->bh[i] * 64;
-        out->scratch_bytes += (size_t)r->bw[i] * r->bh[i] * 64;   /* 8 x 8 samples a block */
     }
     out->buf = malloc(out->n_coef * sizeof(int16_t));
     if (!out->buf) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%zu coefficients)", name, out->n_coef);
@@ -264,3 +279,108 @@ void swin_jpeg_coefs_free(swin_jpeg_coefs *c) {
     *c = (swin_jpeg_coefs){0};
 }
 
+
+// ---- the scan for jpeg_huff.h's decoder: libjpeg reads the header, the decoder the data
+
+/* libjpeg's jpeg_make_d_derived_tbl for table h into t: 0, or -1 for a table libjpeg refuses */
+static int derive_table(const JHUFF_TBL *h, int dc, swin_jh_table *t) {
+    int size[257], code[256], p = 0;
+    for (int l = 1; l <= 16; l++) {
+        int n = h->bits[l];
+        if (n < 0 || p + n > 256) return -1;
+        while (n--) size[p++] = l;
+    }
+    size[p] = 0;
+    const int n_sym = p;
+    int c = 0, si = size[0];
+    p = 0;
+    while (size[p]) {
+        while (size[p] == si) code[p++] = c++;
+        if (c >= 1 << si) return -1;
+        c <<= 1;
+        si++;
+    }
+    memset(t, 0, sizeof *t);
+    p = 0;
+    for (int l = 1; l <= 16; l++) {
+        if (h->bits[l]) {
+            t->valoffset[l] = p - code[p];
+            p += h->bits[l];
+            t->maxcode[l] = code[p - 1];
+        } else {
+            t->maxcode[l] = -1;
+        }
+    }
+    t->maxcode[17] = 0xFFFFF;
+    for (int i = 0; i < n_sym; i++) {
+        const int v = h->huffval[i];
+        if (dc && v > 15) return -1;
+        t->huffval[i] = (uint8_t)v;
+        if (size[i] > SWIN_JH_LOOK) continue;
+        const int shift = SWIN_JH_LOOK - size[i];
+        for (int k = 0; k < 1 << shift; k++) t->look[(code[i] << shift) | k] = (uint16_t)(size[i] << 8 | v);
+    }
+    return 0;
+}
+
+static swin_status run_scan(decoder *d, const uint8_t *data, size_t size, const char *name, swin_jpeg_scan *out) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (setjmp(d->err.jump)) return jump_status(d, name);
+    read_header(d, data, size);
+    swin_status st = swin_image_check_size(name, "JPEG", (long)c->image_width, (long)c->image_height);
+    if (st != SWIN_OK) return st;
+    swin_jh_image *m = &out->img;
+    SWIN_TRY(split_layout(c, name, &m->rec, &out->n_coef, &out->scratch_bytes));
+    const int nc = c->num_components;
+    if (c->progressive_mode || c->arith_code || c->comps_in_scan != nc || c->Ss != 0 || c->Se != 63 || c->Ah != 0 ||
+        c->Al != 0)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: not one baseline scan of every component", name);
+    for (int i = 0; i < nc; i++) {   /* the tables as they stand when the scan begins */
+        const JQUANT_TBL *qt = c->quant_tbl_ptrs[c->comp_info[i].quant_tbl_no];
+        if (!qt) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: no quantisation table for component %d", name, i);
+        for (int k = 0; k < 64; k++) m->rec.quant[i][k] = qt->quantval[k];
+    }
+    int dc_at[NUM_HUFF_TBLS], ac_at[NUM_HUFF_TBLS];
+    for (int i = 0; i < NUM_HUFF_TBLS; i++) dc_at[i] = ac_at[i] = -1;
+    m->ns = nc;
+    for (int s = 0; s < nc; s++) {
+        const jpeg_component_info *ci = c->cur_comp_info[s];
+        m->comp[s] = ci->component_index;
+        m->hs[s] = nc == 1 ? 1 : ci->h_samp_factor;
+        m->vs[s] = nc == 1 ? 1 : ci->v_samp_factor;
+        for (int ac = 0; ac < 2; ac++) {
+            const int no = ac ? ci->ac_tbl_no : ci->dc_tbl_no;
+            int *at = ac ? ac_at : dc_at;
+            const JHUFF_TBL *h = no >= 0 && no < NUM_HUFF_TBLS ? (ac ? c->ac_huff_tbl_ptrs : c->dc_huff_tbl_ptrs)[no] : NULL;
+            if (!h) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: no Huffman table for component %d", name, s);
+            if (at[no] < 0) {
+                if (derive_table(h, !ac, &out->tables[out->n_tables]) != 0)
+                    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: a Huffman table libjpeg refuses", name);
+                at[no] = out->n_tables++;
+            }
+            (ac ? m->ac : m->dc)[s] = at[no];
+        }
+    }
+    if (nc == 1) {
+        m->mcux = m->rec.bw[0], m->mcuy = m->rec.bh[0];
+    } else {
+        m->mcux = (int)((c->image_width + 8 * c->max_h_samp_factor - 1) / (8 * c->max_h_samp_factor));
+        m->mcuy = (int)((c->image_height + 8 * c->max_v_samp_factor - 1) / (8 * c->max_v_samp_factor));
+    }
+    m->restart = (int)c->restart_interval;
+    m->table = 0;
+    m->data = (long long)(c->src->next_input_byte - data);   /* right after the SOS segment */
+    m->data_len = (long long)c->src->bytes_in_buffer;
+    if (m->data < 0 || (size_t)(m->data + m->data_len) != size)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: the scan's data is not where expected", name);
+    return SWIN_OK;
+}
+
+swin_status swin_jpeg_read_scan(const uint8_t *data, size_t size, const char *name, swin_jpeg_scan *out) {
+    memset(out, 0, sizeof *out);
+    decoder d;
+    decoder_init(&d);
+    swin_status st = run_scan(&d, data, size, name, out);
+    jpeg_destroy_decompress(&d.cinfo);
+    return st;
+}

@@ -8,6 +8,7 @@
 
 #include "image.h"
 #include "jpeg_exact.h"
+#include "jpeg_huff.h"
 
 /* Decode a JPEG held in memory to RGB8 as Pillow's Image.open(..).convert('RGB') does (see
  * image.h), into alloc(ctx, bytes) when alloc is given and returns memory (*custom = 1), else
@@ -43,6 +44,22 @@ void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scra
  * batch's coefficient buffer, its sample planes at byte offset plane of the batch's scratch, its
  * pixels at byte offset rgb of the output. */
 swin_jx_image swin_jpeg_record_at(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb);
+
+/* ---- the scan for jpeg_huff.h's entropy decoder (on the GPU, or on the CPU as its reference):
+ * libjpeg reads the header; img describes the one baseline scan (img.data: the offset of the
+ * entropy-coded data in the file, img.table = 0 into tables[0 .. n_tables)), img.rec the
+ * coefficients' layout as swin_jpeg_read_coefs gives it. SWIN_ERR_UNSUPPORTED for a JPEG that
+ * decoder does not cover (progressive, several scans, arithmetic coding, the layouts the split
+ * decode refuses, tables libjpeg would refuse); the header's errors as swin_jpeg_decode gives
+ * them. Either way the caller can decode the file with swin_jpeg_decode instead. */
+typedef struct {
+    swin_jh_image img;
+    swin_jh_table tables[6];   /* a DC and an AC table per component at most */
+    int n_tables;
+    size_t n_coef;             /* int16 coefficients of img.rec */
+    size_t scratch_bytes;      /* its sample planes (swin_jpeg_exact_cuda) */
+} swin_jpeg_scan;
+swin_status swin_jpeg_read_scan(const uint8_t *data, size_t size, const char *name, swin_jpeg_scan *out);
 
 /* decode.c: SWIN_OK, or SWIN_ERR_IMAGE "<name>: <format> of WxH pixels is too large (...)" when
  * w x h is over SWIN_IMAGE_MAX_SIDE or SWIN_IMAGE_MAX_PIXELS. */

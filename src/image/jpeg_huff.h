@@ -1,0 +1,239 @@
+/* jpeg_huff.h - entropy (Huffman) decoding of baseline JPEGs, written once as inline functions
+ * so that the CPU and a GPU kernel (kernels/jpeg_huff.cu) run the same code.
+ *
+ * Why: Pillow-exact decoding is bound by Huffman decoding (about 85% of libjpeg-turbo's time on
+ * ImageNet photos: the IDCT, upsampling and colour are the rest, jpeg_exact.h), which is serial
+ * within an image but independent between images. One GPU thread per image decodes a batch's
+ * images side by side while the CPU threads decode others; the coefficients then go through
+ * jpeg_exact.h's kernels. Huffman decoding is lossless, so a correct decoder gives libjpeg's
+ * coefficients exactly: the result is Pillow's pixels whichever side decoded an image.
+ *
+ * What is covered: one baseline (sequential, Huffman) scan holding every component, 8-bit,
+ * restart markers included, the layouts of jpeg.h's split decode (grey, YCbCr or RGB, each
+ * component at full or half resolution). swin_jpeg_read_scan (jpeg.c) reads the header with
+ * libjpeg and fills the description below, or says SWIN_ERR_UNSUPPORTED (progressive, several
+ * scans, arithmetic coding, other layouts): those images are decoded by libjpeg on the CPU.
+ *
+ * What is refused: anything libjpeg would warn about or treat differently from clean data: a
+ * code not in its table, a run past the 64th coefficient, a DC value outside int16, data running
+ * out or a marker inside the data, a restart marker missing or out of sequence, anything but
+ * the end-of-image marker right after the scan (junk, fill bytes, other markers), and
+ * coefficients outside the range 8-bit samples give (swin_jh_block). swin_jh_decode
+ * then returns non-zero and the caller decodes the image with libjpeg, which gives its own
+ * verdict (an error for a damaged file, Pillow's pixels for junk it tolerates). So an image this
+ * decoder accepts is one libjpeg decodes without a warning, to the same coefficients.
+ * Test: tests/test_jpeg_huff.c (CPU, against libjpeg's coefficients, on every fixture and on
+ * damaged copies), tests/test_gpu_jpeg_huff.c (the kernel against the CPU).
+ */
+#ifndef SWIN_JPEG_HUFF_H
+#define SWIN_JPEG_HUFF_H
+
+#include <stdint.h>
+
+#include "jpeg_exact.h"
+
+/* A Huffman table as decoded here (libjpeg's d_derived_tbl): a 9-bit lookahead for the short
+ * codes, and maxcode / valoffset per code length for the others. */
+enum { SWIN_JH_LOOK = 9 };
+typedef struct {
+    uint16_t look[1 << SWIN_JH_LOOK];   /* (length << 8) | symbol for a code of <= 9 bits, else 0 */
+    int32_t maxcode[18];                /* largest code of each length, -1 none; [17] a sentinel */
+    int32_t valoffset[18];              /* symbol index = code + valoffset[length] */
+    uint8_t huffval[256];               /* symbols in code order */
+} swin_jh_table;
+
+/* One image's scan: where its entropy-coded data is, how its MCUs are laid out, which tables. */
+typedef struct {
+    swin_jx_image rec;       /* its coefficients' layout (rec.coef: int16 element offsets) */
+    long long data;          /* byte offset of the entropy-coded data (right after the SOS segment) */
+    long long data_len;      /* bytes from there to the end of the file */
+    int table;               /* index of its first table in the batch's table array */
+    int ns;                  /* components in the scan (== rec.nc) */
+    int comp[3];             /* the scan's components in scan order (indices into rec) */
+    int hs[3], vs[3];        /* blocks per MCU of each scan component (1 x 1 when ns == 1) */
+    int dc[3], ac[3];        /* each scan component's tables, relative to `table` */
+    int mcux, mcuy;          /* MCUs per row, MCU rows */
+    int restart;             /* restart interval in MCUs, 0 when none */
+} swin_jh_image;
+
+/* why swin_jh_decode refused an image (0: decoded) */
+enum {
+    SWIN_JH_OK = 0,
+    SWIN_JH_BAD_CODE,        /* a bit pattern that is no code of its table */
+    SWIN_JH_BAD_RUN,         /* a run past coefficient 63 */
+    SWIN_JH_BAD_DC,          /* a DC value outside int16 */
+    SWIN_JH_NO_DATA,         /* the data ran out, or a marker came inside it */
+    SWIN_JH_BAD_RESTART,     /* a restart marker missing or out of sequence */
+    SWIN_JH_BAD_END,         /* something else than end-of-image right after the scan */
+    SWIN_JH_RANGE,           /* a dequantised coefficient outside +-2047 (see swin_jh_block) */
+    SWIN_JH_N
+};
+
+/* jpeg_natural_order: the natural (row-major) index of the k-th coefficient in zigzag order */
+#define SWIN_JH_NATURAL                                                                            \
+    {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,       \
+     41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,       \
+     30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63}
+#ifdef __CUDACC__
+static __constant__ const uint8_t swin_jh_natural_dev[64] = SWIN_JH_NATURAL;
+#endif
+static const uint8_t swin_jh_natural_host[64] = SWIN_JH_NATURAL;
+
+SWIN_JX_HD int swin_jh_natural(int k) {
+#ifdef __CUDA_ARCH__
+    return swin_jh_natural_dev[k];
+#else
+    return swin_jh_natural_host[k];
+#endif
+}
+
+/* ---- the bit reader: bytes with 0xFF 0x00 unstuffed, stopping at a marker (0xFF, then not 0) */
+typedef struct {
+    const uint8_t *p, *end;  /* next byte, end of the data */
+    uint64_t buf;            /* the next bits, left-aligned; zeros below the `bits` valid ones */
+    int bits;
+    int marker;              /* the marker byte the reader stopped at (p points at its 0xFF), 0 none,
+                                -1 the data ended, -2 0xFF 0xFF (fill bytes: not decoded here) */
+} swin_jh_bits;
+
+SWIN_JX_HD void swin_jh_fill(swin_jh_bits *r) {
+    while (r->bits <= 56 && !r->marker) {
+        if (r->p >= r->end) { r->marker = -1; break; }
+        uint32_t c = r->p[0];
+        if (c == 0xFF) {
+            const uint32_t d = r->p + 1 < r->end ? r->p[1] : 0x100u;
+            if (d != 0) { r->marker = d == 0x100u ? -1 : d == 0xFF ? -2 : (int)d; break; }
+            r->p += 2;
+        } else {
+            r->p++;
+        }
+        r->buf |= (uint64_t)c << (56 - r->bits);
+        r->bits += 8;
+    }
+}
+
+/* the next n (1..16) bits as a number; -1 when fewer are left */
+SWIN_JX_HD int32_t swin_jh_get(swin_jh_bits *r, int n) {
+    if (r->bits < n) {
+        swin_jh_fill(r);
+        if (r->bits < n) return -1;
+    }
+    const int32_t v = (int32_t)(r->buf >> (64 - n));
+    r->buf <<= n;
+    r->bits -= n;
+    return v;
+}
+
+/* the next symbol of table t; -1: no such code, -2: the data ran out */
+SWIN_JX_HD int swin_jh_symbol(swin_jh_bits *r, const swin_jh_table *t) {
+    if (r->bits < 16) swin_jh_fill(r);
+    const uint32_t e = t->look[r->buf >> (64 - SWIN_JH_LOOK)];
+    if (e) {
+        const int len = (int)(e >> 8);
+        if (len > r->bits) return -2;
+        r->buf <<= len;
+        r->bits -= len;
+        return (int)(e & 0xFF);
+    }
+    int l = SWIN_JH_LOOK + 1;
+    int32_t code = (int32_t)(r->buf >> (64 - l));
+    while (l <= 16 && code > t->maxcode[l]) code = (int32_t)(r->buf >> (64 - ++l));
+    if (l > 16) return -1;
+    if (l > r->bits) return -2;
+    r->buf <<= l;
+    r->bits -= l;
+    return t->huffval[(code + t->valoffset[l]) & 0xFF];
+}
+
+/* libjpeg's HUFF_EXTEND: v, an s-bit number, as the signed value it codes */
+SWIN_JX_HD int32_t swin_jh_extend(int32_t v, int s) { return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v; }
+
+/* One 8x8 block into out[64] (natural order; out all zero on entry, only non-zeros written;
+ * NULL: decoded and dropped); *dc: the component's DC predictor; quant: its quantisation table
+ * (natural order). Returns a SWIN_JH_ code.
+ * Range: a JPEG of 8-bit samples has dequantised coefficients within +-2047 (the DCT of samples
+ * in -128..127 stays within +-1024, quantisation adds at most half a step). Beyond that only
+ * damaged data goes, and there libjpeg-turbo's 16-bit SIMD IDCT can overflow, so its pixels
+ * depend on the CPU (jpeg_exact.h): such an image is left to libjpeg. */
+SWIN_JX_HD int swin_jh_block(swin_jh_bits *r, const swin_jh_table *dct, const swin_jh_table *act,
+                             const uint16_t *quant, int32_t *dc, int16_t *out) {
+    int s = swin_jh_symbol(r, dct);
+    if (s < 0) return s == -1 ? SWIN_JH_BAD_CODE : SWIN_JH_NO_DATA;
+    int32_t diff = 0;
+    if (s) {
+        if (s > 15) return SWIN_JH_BAD_CODE;
+        const int32_t v = swin_jh_get(r, s);
+        if (v < 0) return SWIN_JH_NO_DATA;
+        diff = swin_jh_extend(v, s);
+    }
+    const int32_t d = *dc + diff;
+    if (d < -32768 || d > 32767) return SWIN_JH_BAD_DC;
+    *dc = d;
+    if (d * (int32_t)quant[0] > 2047 || d * (int32_t)quant[0] < -2047) return SWIN_JH_RANGE;
+    if (out) out[0] = (int16_t)d;
+    for (int k = 1; k < 64; k++) {
+        const int rs = swin_jh_symbol(r, act);
+        if (rs < 0) return rs == -1 ? SWIN_JH_BAD_CODE : SWIN_JH_NO_DATA;
+        const int run = rs >> 4, sz = rs & 15;
+        if (sz) {
+            k += run;
+            if (k > 63) return SWIN_JH_BAD_RUN;
+            const int32_t v = swin_jh_get(r, sz);
+            if (v < 0) return SWIN_JH_NO_DATA;
+            const int32_t a = swin_jh_extend(v, sz), z = swin_jh_natural(k);
+            if (a * (int32_t)quant[z] > 2047 || a * (int32_t)quant[z] < -2047) return SWIN_JH_RANGE;
+            if (out) out[z] = (int16_t)a;
+        } else {
+            if (run != 15) break;   /* end of block */
+            k += 15;                /* sixteen zeros; k > 63 ends the loop as libjpeg does */
+        }
+    }
+    return SWIN_JH_OK;
+}
+
+/* At a restart or at the end of the scan: only the current byte's padding may be left before
+ * the marker, and the marker must be `want`. On success the reader is past it (restart). */
+SWIN_JX_HD int swin_jh_marker(swin_jh_bits *r, int want) {
+    while (!r->marker && r->bits < 8) swin_jh_fill(r);
+    if (r->bits >= 8 || r->marker != want) return want == 0xD9 ? SWIN_JH_BAD_END : SWIN_JH_BAD_RESTART;
+    r->p += 2;
+    r->buf = 0, r->bits = 0, r->marker = 0;
+    return SWIN_JH_OK;
+}
+
+/* Decode image m (its data at bytes + m->data, its tables at tables + m->table) into coef (all
+ * zero on entry) at m->rec's offsets. Returns SWIN_JH_OK or why the image is left to libjpeg. */
+SWIN_JX_HD int swin_jh_decode(const swin_jh_image *m, const uint8_t *bytes, const swin_jh_table *tables,
+                              int16_t *coef) {
+    swin_jh_bits r;
+    r.p = bytes + m->data, r.end = r.p + m->data_len, r.buf = 0, r.bits = 0, r.marker = 0;
+    int32_t dc[3] = {0, 0, 0};
+    const long long n_mcu = (long long)m->mcux * m->mcuy;
+    int next_rst = 0;
+    for (long long u = 0; u < n_mcu; u++) {
+        if (m->restart && u && u % m->restart == 0) {
+            const int e = swin_jh_marker(&r, 0xD0 + next_rst);
+            if (e) return e;
+            next_rst = (next_rst + 1) & 7;
+            dc[0] = dc[1] = dc[2] = 0;
+        }
+        const int mx = (int)(u % m->mcux), my = (int)(u / m->mcux);
+        for (int s = 0; s < m->ns; s++) {
+            const int c = m->comp[s];
+            const swin_jh_table *dt = tables + m->table + m->dc[s], *at = tables + m->table + m->ac[s];
+            for (int v = 0; v < m->vs[s]; v++)
+                for (int h = 0; h < m->hs[s]; h++) {
+                    const int bx = mx * m->hs[s] + h, by = my * m->vs[s] + v;
+                    /* blocks past the component's edge (a partial MCU) are coded but not kept */
+                    int16_t *out = bx < m->rec.bw[c] && by < m->rec.bh[c]
+                                       ? coef + m->rec.coef[c] + ((long long)by * m->rec.bw[c] + bx) * 64
+                                       : 0;
+                    const int e = swin_jh_block(&r, dt, at, m->rec.quant[c], &dc[s], out);
+                    if (e) return e;
+                }
+        }
+    }
+    return swin_jh_marker(&r, 0xD9);
+}
+
+#endif

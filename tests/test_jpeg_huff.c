@@ -1,0 +1,163 @@
+/* test_jpeg_huff.c - the entropy decoder of src/image/jpeg_huff.h (which a GPU kernel runs, one
+ * thread per image) on the CPU, against libjpeg's own coefficients (swin_jpeg_read_coefs).
+ *   build/tests/test_jpeg_huff <source dir> [more JPEG files...]
+ * 1. every .jpg in tests/data/jpeg: a file swin_jpeg_read_scan covers (one baseline scan:
+ *    grey, 4:4:4, 4:2:2, 4:2:0, RGB, optimised tables, restart markers, odd and 1-2 pixel sizes)
+ *    decodes to exactly libjpeg's coefficients, or is refused for a reason that sends it back to
+ *    libjpeg (junk before the end-of-image marker); progressive and CMYK files are not covered;
+ * 2. the same for the files given after the source dir (e.g. a folder of photos);
+ * 3. damaged copies (bit flips in the entropy-coded data, truncations, a marker in the data, a
+ *    restart marker out of sequence): whenever the decoder accepts one, libjpeg decodes it
+ *    without complaint to the same coefficients and, through jpeg_exact.h, to its own pixels;
+ *    whatever it refuses goes back to libjpeg. Counts printed; no crash, no read out of bounds
+ *    (ASan+UBSan in CI).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jpeg.h"
+#include "swin.h"
+#include "testutil.h"
+
+static const char *const WHY[SWIN_JH_N] = {"ok", "bad code", "run past 63", "DC out of range", "no data",
+                                           "bad restart", "bad end", "coefficient range"};
+static int g_decoded, g_unsupported, g_refused;
+
+/* decode with jpeg_huff.h; returns the SWIN_JH_ code, or -1 when not covered; *coef: malloc'd */
+static int huff_decode(const uint8_t *data, size_t size, const char *name, swin_jpeg_scan *sc, int16_t **coef) {
+    *coef = NULL;
+    if (swin_jpeg_read_scan(data, size, name, sc) != SWIN_OK) return -1;
+    *coef = calloc(sc->n_coef, sizeof **coef);
+    if (!*coef) return -1;
+    return swin_jh_decode(&sc->img, data, sc->tables, *coef);
+}
+
+static void check_file(const char *path, const uint8_t *data, size_t size) {
+    static swin_jpeg_scan sc;
+    int16_t *coef;
+    int e = huff_decode(data, size, path, &sc, &coef);
+    if (e < 0) {
+        printf("ok   %-52s not covered: %s\n", path, swin_last_error());
+        g_unsupported++;
+        free(coef);
+        return;
+    }
+    swin_jpeg_coefs ref;
+    swin_status st = swin_jpeg_read_coefs(data, size, path, &ref);
+    if (!CHECK(st == SWIN_OK, "%s: libjpeg's coefficients: %s", path, swin_last_error())) {
+        free(coef);
+        return;
+    }
+    CHECK(ref.n_coef == sc.n_coef, "%s: %zu coefficients against libjpeg's %zu", path, sc.n_coef, ref.n_coef);
+    if (e != SWIN_JH_OK) {
+        printf("ok   %-52s refused (%s): libjpeg decodes it\n", path, WHY[e]);
+        g_refused++;
+    } else {
+        size_t diff = 0;
+        for (size_t i = 0; i < sc.n_coef && i < ref.n_coef; i++) diff += coef[i] != ref.buf[i];
+        printf("%s %-52s %dx%d, %d components, restart %d: %zu of %zu coefficients differ\n", diff ? "FAIL" : "ok  ",
+               path, sc.img.rec.w, sc.img.rec.h, sc.img.rec.nc, sc.img.restart, diff, sc.n_coef);
+        CHECK(diff == 0, "%s: %zu coefficients differ from libjpeg's", path, diff);
+        g_decoded++;
+    }
+    swin_jpeg_coefs_free(&ref);
+    free(coef);
+}
+
+static void check_path(const char *path) {
+    size_t size = 0;
+    uint8_t *data = tu_read_file(path, &size);
+    if (!CHECK(data != NULL, "cannot read %s", path)) return;
+    check_file(path, data, size);
+    free(data);
+}
+
+/* a damaged copy: accepted -> libjpeg agrees (coefficients and pixels); returns 1 when accepted */
+static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by_libjpeg) {
+    static swin_jpeg_scan sc;
+    int16_t *coef;
+    int e = huff_decode(bad, size, "damaged.jpg", &sc, &coef);
+    swin_image whole;
+    int custom = 0;
+    swin_status ws = swin_jpeg_decode(bad, size, "damaged.jpg", NULL, NULL, &whole, &custom);
+    *refused_by_libjpeg += ws != SWIN_OK;
+    int accepted = e == SWIN_JH_OK;
+    if (accepted && CHECK(ws == SWIN_OK, "damaged copy %d: accepted here, refused by libjpeg (%s)", t, swin_last_error())) {
+        swin_jpeg_coefs ref;
+        if (CHECK(swin_jpeg_read_coefs(bad, size, "damaged.jpg", &ref) == SWIN_OK, "damaged copy %d: %s", t,
+                  swin_last_error())) {
+            CHECK(memcmp(ref.buf, coef, ref.n_coef * sizeof *coef) == 0, "damaged copy %d: coefficients differ", t);
+            memcpy(ref.buf, coef, ref.n_coef * sizeof *coef);
+            size_t n = (size_t)whole.width * whole.height * 3;
+            uint8_t *rgb = malloc(n), *scratch = malloc(ref.scratch_bytes);
+            if (CHECK(rgb && scratch, "out of memory")) {
+                swin_jpeg_reconstruct(&ref, rgb, scratch);
+                CHECK(memcmp(rgb, whole.rgb, n) == 0, "damaged copy %d: pixels differ from libjpeg's", t);
+            }
+            free(rgb), free(scratch);
+            swin_jpeg_coefs_free(&ref);
+        }
+    }
+    if (ws == SWIN_OK) swin_image_free(&whole);
+    free(coef);
+    return accepted;
+}
+
+int main(int argc, char **argv) {
+    const char *src = argc > 1 ? argv[1] : ".";
+    char dir[1024], path[1400];
+    snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
+    char *names[256];
+    int nn = tu_list_files(dir, ".jpg", names, 256);
+    if (!CHECK(nn > 0, "no .jpg files in %s", dir)) return tu_finish("test_jpeg_huff");
+    for (int i = 0; i < nn; i++) check_path(names[i]);
+    /* the fixtures hold at least these: the test must not pass on nothing */
+    CHECK(g_decoded >= 12, "only %d fixtures decoded (expected >= 12: every baseline layout)", g_decoded);
+    CHECK(g_unsupported >= 5, "%d fixtures not covered (expected >= 5: progressive and CMYK)", g_unsupported);
+    CHECK(g_refused >= 1, "%d fixtures refused (expected >= 1: junk before the end-of-image marker)", g_refused);
+    for (int i = 2; i < argc; i++) check_path(argv[i]);
+
+    /* damaged copies of two files (one with restart markers) */
+    const char *victims[2] = {"baseline_420_160x120.jpg", "restart_blocks_420_120x80.jpg"};
+    for (int v = 0; v < 2; v++) {
+        snprintf(path, sizeof path, "%s/%s", dir, victims[v]);
+        size_t size = 0;
+        uint8_t *data = tu_read_file(path, &size);
+        if (!CHECK(data && size > 400, "cannot read %s", path)) continue;
+        swin_jpeg_scan *sc = malloc(sizeof *sc);
+        if (!CHECK(sc && swin_jpeg_read_scan(data, size, path, sc) == SWIN_OK, "%s: not covered", path)) {
+            free(sc), free(data);
+            continue;
+        }
+        const size_t d0 = (size_t)sc->img.data, dn = size - d0 - 2;   /* the entropy-coded bytes */
+        free(sc);
+        uint8_t *bad = malloc(size);
+        int accepted = 0, libjpeg_refused = 0, tries = 0;
+        for (int t = 0; bad && t < 300; t++, tries++) {
+            memcpy(bad, data, size);
+            uint64_t r = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 1 + 1000 * v);
+            size_t len = size;
+            r ^= r >> 29, r *= 0xBF58476D1CE4E5B9ull;
+            if (t % 5 == 4) {        /* truncated somewhere in the data */
+                len = d0 + r % dn;
+            } else if (t % 5 == 3) { /* a marker inside the data */
+                size_t at = d0 + r % (dn - 1);
+                bad[at] = 0xFF, bad[at + 1] = (uint8_t)(0xC0 + (r >> 40) % 0x3F);
+            } else {                 /* 1 to 3 bit flips */
+                for (int k = 0; k <= t % 3; k++) {
+                    r ^= r >> 29, r *= 0xBF58476D1CE4E5B9ull;
+                    bad[d0 + r % dn] ^= (uint8_t)(1u << (r >> 61));
+                }
+            }
+            accepted += check_damaged(bad, len, t, &libjpeg_refused);
+        }
+        printf("ok   %s: %d damaged copies: %d accepted (libjpeg agrees on each), %d left to libjpeg, which "
+               "refuses %d\n", victims[v], tries, accepted, tries - accepted, libjpeg_refused);
+        CHECK(accepted < tries, "%s: every damaged copy accepted", victims[v]);
+        free(bad), free(data);
+    }
+    for (int i = 0; i < nn; i++) free(names[i]);
+    return tu_finish("test_jpeg_huff");
+}
