@@ -1,5 +1,5 @@
 /* jpeg_exact.cu - the GPU half of the split JPEG decode (kernels/ops.h swin_jpeg_exact_cuda):
- * DCT coefficients (entropy-decoded on the CPU, src/image/jpeg.h swin_jpeg_read_coefs) to the
+ * DCT coefficients (entropy-decoded by kernels/jpeg_huff.cu, or on the CPU by swin_jpeg_read_coefs) to the
  * RGB8 pixels libjpeg gives, with the integer arithmetic of src/image/jpeg_exact.h, which the
  * CPU reference (src/image/jpeg_exact.c) runs too, so both give the same bits.
  *   pass 1  jx_idct_kernel    one thread per 8x8 block (swin_jx_block): dequantise, islow
@@ -9,7 +9,7 @@
  * The CPU reference runs the same two functions in loops over the same records.
  * Grid: y = image, x = a block-stride range over that image's blocks / pixels (the records are
  * read from global memory; small images of a mixed batch exit at once).
- * Status: written and compiled, not yet run on a GPU, and not yet used by the pipeline.
+ * Used by the exact GPU JPEG decoder (src/image/jpeg_gpu.c) after kernels/jpeg_huff.cu.
  * Test: tests/test_gpu_jpeg_exact.c (against the CPU reference on every fixture JPEG).
  */
 #include <stdint.h>

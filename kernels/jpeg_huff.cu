@@ -1,48 +1,105 @@
 /* jpeg_huff.cu - entropy decoding of baseline JPEGs on the GPU (kernels/ops.h
- * swin_jpeg_huff_cuda), with the decoder of src/image/jpeg_huff.h, which the CPU test runs too.
- *   jh_kernel   one CUDA block of 32 threads per image: the threads copy the image's record and
- *               Huffman tables into shared memory, then thread 0 decodes the image's scan
- *               (serial by nature: each code's length is known only once it is decoded) into
- *               its coefficients and writes its status.
- * Throughput comes from many images at once (a batch, and several batches on several streams),
- * not from parallelism within an image. The coefficients then go through swin_jpeg_exact_cuda.
- * Test: tests/test_gpu_jpeg_huff.c (against the CPU decoder and libjpeg's coefficients).
+ * swin_jpeg_huff_cuda): the parallel decoder of src/image/jpeg_par.h, one thread block per image.
+ *   jp_kernel   SWIN_JP_THREADS threads: the image's record and Huffman tables into shared
+ *               memory; round 0 and the synchronisation rounds (each thread one piece of the
+ *               unstuffed data; the exits in shared memory, double-buffered, a round ending with
+ *               __syncthreads_or of "some start changed"); the prefix sums of blocks and DC
+ *               differences (thread 0); phase 2 (the coefficients written); the image's status:
+ *               the first failing piece's code, in the order of the data.
+ * The CPU emulation of this block (jpeg_par.c) runs the same functions in the same order.
+ * Test: tests/test_gpu_jpeg_huff.c (against the CPU emulation, the sequential decoder of
+ * jpeg_huff.h and libjpeg's pixels).
  */
 #include <stdint.h>
 
-#include "jpeg_huff.h"
+#include "jpeg_par.h"
 #include "row.cuh"
 
-#define JH_THREADS 32
+#define JP_T SWIN_JP_THREADS
 #define JH_MAX_IMAGES 65535
 #define JH_MAX_TABLES 6
 
-static __global__ void jh_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes,
-                                 const swin_jh_table *__restrict__ tables, const swin_jh_image *__restrict__ imgs,
-                                 int *__restrict__ status) {
+static __global__ void __launch_bounds__(JP_T) jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes,
+                                                         const swin_jh_table *__restrict__ tables,
+                                                         const swin_jh_image *__restrict__ imgs, int *__restrict__ status) {
     __shared__ swin_jh_image m;
-    __shared__ swin_jh_table t[JH_MAX_TABLES];
-    const swin_jh_image *g = imgs + blockIdx.x;
+    __shared__ swin_jh_table tb[JH_MAX_TABLES];
+    __shared__ swin_jp_state ex[2][JP_T];
+    __shared__ long long gpre[JP_T];
+    __shared__ uint32_t dpre[JP_T][3];
+    __shared__ int errs[JP_T], ended_any;
+    const int t = threadIdx.x;
+    const swin_jh_image *gm = imgs + blockIdx.x;
     int nt = 0;   /* the tables this image uses: one past the largest index */
-    for (int s = 0; s < g->ns; s++) nt = max(nt, max(g->dc[s], g->ac[s]) + 1);
-    const uint32_t *src = (const uint32_t *)(tables + g->table);
-    uint32_t *dst = (uint32_t *)t;
-    for (int i = threadIdx.x; i < nt * (int)(sizeof(swin_jh_table) / 4); i += JH_THREADS) dst[i] = src[i];
-    const uint32_t *ms = (const uint32_t *)g;
-    for (int i = threadIdx.x; i < (int)(sizeof(swin_jh_image) / 4); i += JH_THREADS) ((uint32_t *)&m)[i] = ms[i];
+    for (int s = 0; s < gm->ns; s++) nt = max(nt, max(gm->dc[s], gm->ac[s]) + 1);
+    const uint32_t *src = (const uint32_t *)(tables + gm->table);
+    for (int i = t; i < nt * (int)(sizeof(swin_jh_table) / 4); i += JP_T) ((uint32_t *)tb)[i] = src[i];
+    for (int i = t; i < (int)(sizeof(swin_jh_image) / 4); i += JP_T) ((uint32_t *)&m)[i] = ((const uint32_t *)gm)[i];
+    if (t == 0) ended_any = 0;
     __syncthreads();
-    if (threadIdx.x != 0) return;
-    m.table = 0;
-    status[blockIdx.x] = swin_jh_decode(&m, bytes, t, coef);
+    if (t == 0) m.table = 0;
+    __syncthreads();
+    swin_jp_ctx c;
+    swin_jp_ctx_init(&c, &m, bytes, tb);   /* the host checked the blocks per MCU */
+    const int32_t S = swin_jp_piece(&c, JP_T, SWIN_JP_MIN_BITS);
+    const int np = c.total_bits ? (int)((c.total_bits + S - 1) / S) : 1;
+    const int active = t < np;
+    swin_jp_state start = swin_jp_guess(t * S);
+    if (active) ex[0][t] = swin_jp_run(&c, start, (t + 1) * S, 0, 0, NULL, NULL, NULL, NULL);
+    __syncthreads();
+    int r = 1, any = 1;
+    for (; r <= SWIN_JP_MAX_ROUNDS; r++) {
+        int changed = 0;
+        if (active) {
+            const swin_jp_state s = t ? swin_jp_start_from(ex[(r - 1) & 1][t - 1]) : start;
+            if (!swin_jp_same_start(s, start)) {
+                changed = 1;
+                start = s;
+                ex[r & 1][t] = swin_jp_run(&c, s, (t + 1) * S, 0, 0, NULL, NULL, NULL, NULL);
+            } else {
+                ex[r & 1][t] = ex[(r - 1) & 1][t];
+            }
+        }
+        any = __syncthreads_or(changed);
+        if (!any) break;
+    }
+    if (any) {   /* no fixed point: uniform over the block */
+        if (t == 0) status[blockIdx.x] = SWIN_JP_NO_SYNC;
+        return;
+    }
+    const int last = r & 1;
+    if (t == 0) {
+        long long g = 0;
+        uint32_t p[3] = {0, 0, 0};
+        for (int i = 0; i < np; i++) {
+            gpre[i] = g;
+            for (int k = 0; k < 3; k++) dpre[i][k] = p[k], p[k] += ex[last][i].dc[k];
+            g += ex[last][i].blocks;
+        }
+    }
+    __syncthreads();
+    errs[t] = 0;
+    if (active) {
+        int ended = 0;
+        errs[t] = swin_jp_write(&c, start, (t + 1) * S, gpre[t], dpre[t], coef, &ended);
+        if (ended) ended_any = 1;
+    }
+    __syncthreads();
+    if (t == 0) {
+        int st = SWIN_JH_OK;
+        for (int i = 0; i < np && !st; i++) st = errs[i];
+        status[blockIdx.x] = st ? st : ended_any ? SWIN_JH_OK : SWIN_JH_NO_DATA;
+    }
 }
 
 /* the record's data, tables and coefficients within the buffers, its layout one the decoder takes */
 static swin_status jh_check(const char *op, int k, const swin_jh_image *m, size_t coef_elems, size_t n_bytes,
                             int n_tables) {
     const swin_jx_image *r = &m->rec;
-    int ok = (r->nc == 1 || r->nc == 3) && m->ns == r->nc && m->mcux >= 1 && m->mcuy >= 1 && m->restart >= 0 &&
-             m->data >= 0 && m->data_len >= 0 && (unsigned long long)m->data + (unsigned long long)m->data_len <= n_bytes &&
-             m->table >= 0;
+    int ok = (r->nc == 1 || r->nc == 3) && m->ns == r->nc && m->mcux >= 1 && m->mcuy >= 1 && m->restart == 0 &&
+             m->data >= 0 && m->data_len >= 0 && m->data_len < (1ll << 28) &&
+             (unsigned long long)m->data + (unsigned long long)m->data_len <= n_bytes && m->table >= 0;
+    int bpm = 0;
     int seen = 0;
     for (int s = 0; ok && s < m->ns; s++) {
         const int c = m->comp[s];
@@ -51,11 +108,14 @@ static swin_status jh_check(const char *op, int k, const swin_jh_image *m, size_
              m->table + m->dc[s] < n_tables && m->table + m->ac[s] < n_tables && r->bw[c] >= 1 && r->bh[c] >= 1 &&
              r->coef[c] >= 0 && (unsigned long long)r->coef[c] + 64ull * r->bw[c] * r->bh[c] <= coef_elems;
         seen |= 1 << (ok ? c : 0);
+        bpm += ok ? m->hs[s] * m->vs[s] : 0;
     }
+    ok = ok && bpm <= SWIN_JP_MAX_BPM;
     if (!ok)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: image %d: a bad record (%d components, %d in the scan, %dx%d MCUs, "
-                         "data at %lld + %lld of %zu bytes, tables from %d of %d, %zu coefficients)", op, k, r->nc,
-                         m->ns, m->mcux, m->mcuy, m->data, m->data_len, n_bytes, m->table, n_tables, coef_elems);
+                         "restart interval %d, data at %lld + %lld of %zu bytes, tables from %d of %d, %zu "
+                         "coefficients)", op, k, r->nc, m->ns, m->mcux, m->mcuy, m->restart, m->data, m->data_len,
+                         n_bytes, m->table, n_tables, coef_elems);
     return SWIN_OK;
 }
 
@@ -69,7 +129,7 @@ extern "C" swin_status swin_jpeg_huff_cuda(int16_t *coef, size_t coef_elems, con
     for (int k = 0; k < n; k++) SWIN_TRY(jh_check(op, k, &img_host[k], coef_elems, n_bytes, n_tables));
     SWIN_CUDA_TRY(cudaMemsetAsync(coef, 0, coef_elems * sizeof *coef, st));
     SWIN_CUDA_TRY(cudaMemcpyAsync(img_dev, img_host, (size_t)n * sizeof *img_host, cudaMemcpyHostToDevice, st));
-    jh_kernel<<<n, JH_THREADS, 0, st>>>(coef, bytes, tables, img_dev, status);
-    SWIN_LAUNCH_CHECK("jh_kernel", st);
+    jp_kernel<<<n, JP_T, 0, st>>>(coef, bytes, tables, img_dev, status);
+    SWIN_LAUNCH_CHECK("jp_kernel", st);
     return SWIN_OK;
 }

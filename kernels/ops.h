@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 #include "../src/layers.h"
 #include "../src/image/jpeg_exact.h"
-#include "../src/image/jpeg_huff.h"
+#include "../src/image/jpeg_par.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -178,15 +178,16 @@ swin_status swin_jpeg_exact_cuda(uint8_t *dst, size_t dst_bytes, const int16_t *
                                  uint8_t *planes, size_t plane_bytes, const swin_jx_image *img_host,
                                  swin_jx_image *img_dev, int n, cudaStream_t st);
 
-/* ---- entropy decoding of baseline JPEGs (kernels/jpeg_huff.cu; the decoder of
- * src/image/jpeg_huff.h): image k of n, described by img_host[k] (jpeg.h swin_jpeg_read_scan,
- * its data offset into bytes and its table index into tables moved to the batch's buffers), is
- * decoded into its coefficients in coef (device, coef_elems int16, zeroed by the op first);
- * status[k] (device) receives SWIN_JH_OK or why the image is left to libjpeg. bytes (n_bytes)
- * and tables (n_tables) are device memory; img_dev: device room for n records, copied there on st
- * (asynchronously when img_host is page-locked: leave it unchanged until st has passed the op).
- * Every record is checked against the buffers (SWIN_ERR_ARGUMENT); the images' coefficients must
- * not overlap. 1 <= n <= 65535. */
+/* ---- entropy decoding of baseline JPEGs (kernels/jpeg_huff.cu; the parallel decoder of
+ * src/image/jpeg_par.h): image k of n, described by img_host[k] (jpeg.h swin_jpeg_read_scan, its
+ * data unstuffed by swin_jp_unstuff: img.data and img.data_len moved to the unstuffed bytes in the
+ * batch's buffer, its table index into tables; no restart markers), is decoded into its
+ * coefficients in coef (device, coef_elems int16, zeroed by the op first); status[k] (device)
+ * receives SWIN_JH_OK or why the image is left to libjpeg. bytes (n_bytes) and tables (n_tables)
+ * are device memory; img_dev: device room for n records, copied there on st (asynchronously
+ * when img_host is page-locked: leave it unchanged until st has passed the op). Every record is
+ * checked against the buffers and the decoder's limits (SWIN_ERR_ARGUMENT); the images'
+ * coefficients must not overlap. 1 <= n <= 65535. */
 swin_status swin_jpeg_huff_cuda(int16_t *coef, size_t coef_elems, const uint8_t *bytes, size_t n_bytes,
                                 const swin_jh_table *tables, int n_tables, const swin_jh_image *img_host,
                                 swin_jh_image *img_dev, int *status, int n, cudaStream_t st);

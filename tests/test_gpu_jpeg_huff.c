@@ -1,10 +1,12 @@
-/* test_gpu_jpeg_huff.c - JPEG entropy decoding on the GPU (kernels/jpeg_huff.cu) against the
- * same decoder on the CPU (src/image/jpeg_huff.h, itself equal to libjpeg's coefficients:
- * test_jpeg_huff), and the whole GPU decode (then swin_jpeg_exact_cuda) against libjpeg's pixels.
+/* test_gpu_jpeg_huff.c - JPEG entropy decoding on the GPU (kernels/jpeg_huff.cu: the parallel
+ * decoder of src/image/jpeg_par.h) against its CPU emulation (jpeg_par.c) and the sequential
+ * decoder (jpeg_huff.h, itself equal to libjpeg's coefficients: test_jpeg_huff), and the whole GPU
+ * decode (then swin_jpeg_exact_cuda) against libjpeg's pixels.
  *   build/tests/test_gpu_jpeg_huff <source dir> [more JPEG files...] [--time N]
- * One batch: every fixture JPEG the decoder covers, the files given, and damaged copies (bit
- * flips, truncations, markers in the data). Per image the GPU's status must be the CPU's, and
- * where both decoded, the coefficients equal; every image decoded gives libjpeg's pixels exactly.
+ * One batch: every fixture JPEG the decoder covers (its data unstuffs: no restart markers), the
+ * files given, and damaged copies (bit flips, truncations, markers in the data). Per image the
+ * GPU's status must be the CPU emulation's, accepted exactly when the sequential decoder accepts,
+ * and where decoded, the coefficients equal; every image decoded gives libjpeg's pixels exactly.
  * The status array is poisoned and the coefficient buffer guarded; bad records are refused.
  * --time N: also prints how long the two kernels take on the given files repeated to N images
  * (a measurement printed for information, not checked). Exits 77 without a GPU.
@@ -17,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "jpeg.h"
+#include "jpeg_par.h"
 #include "ops.h"
 #include "swin.h"
 #include "testutil.h"
@@ -27,10 +30,13 @@
 
 typedef struct {
     char name[1400];
-    uint8_t *data;
+    uint8_t *data;       /* the file */
     size_t size;
+    uint8_t *u;          /* its unstuffed entropy-coded data */
+    size_t ulen;
     swin_jpeg_scan *sc;
-    int cpu_status;
+    int cpu_status;      /* the sequential decoder's */
+    int emu_status;      /* the CPU emulation of the kernel's */
     int16_t *cpu_coef;
     int given;           /* an undamaged file (a fixture or given): must decode */
 } item;
@@ -43,16 +49,24 @@ static int add(const char *name, uint8_t *data, size_t size, int given) {
     if (g_n == MAX_IMAGES) return free(data), 0;
     item *it = &g_it[g_n];
     it->sc = malloc(sizeof *it->sc);
-    if (!it->sc || swin_jpeg_read_scan(data, size, name, it->sc) != SWIN_OK) {
-        free(it->sc), free(data);
-        it->sc = NULL;
+    it->u = malloc(size);
+    if (!it->sc || !it->u || swin_jpeg_read_scan(data, size, name, it->sc) != SWIN_OK || it->sc->img.restart ||
+        swin_jp_unstuff(data + it->sc->img.data, (size_t)it->sc->img.data_len, it->u, &it->ulen) != 0) {
+        free(it->sc), free(it->u), free(data);
+        it->sc = NULL, it->u = NULL;
         return 0;
     }
     snprintf(it->name, sizeof it->name, "%s", name);
     it->data = data, it->size = size, it->given = given;
     it->cpu_coef = calloc(it->sc->n_coef, sizeof *it->cpu_coef);
-    if (!CHECK(it->cpu_coef != NULL, "out of memory")) return 0;
+    int16_t *emu = calloc(it->sc->n_coef, sizeof *emu);
+    if (!CHECK(it->cpu_coef && emu, "out of memory")) return 0;
     it->cpu_status = swin_jh_decode(&it->sc->img, data, it->sc->tables, it->cpu_coef);
+    swin_jh_image m = it->sc->img;
+    m.data = 0, m.data_len = (long long)it->ulen;
+    int rounds;
+    it->emu_status = swin_jp_decode_host(&m, it->u, it->sc->tables, emu, SWIN_JP_MIN_BITS, &rounds);
+    free(emu);
     g_n++;
     return 1;
 }
@@ -77,7 +91,7 @@ static int make_batch(batch *b, int n) {
     memset(b, 0, sizeof *b);
     for (int k = 0; k < n; k++) {
         const item *it = &g_it[k % g_n];
-        b->n_bytes += it->size, b->n_tables += it->sc->n_tables, b->n_coef += it->sc->n_coef;
+        b->n_bytes += it->ulen, b->n_tables += it->sc->n_tables, b->n_coef += it->sc->n_coef;
         b->n_plane += it->sc->scratch_bytes, b->n_rgb += (size_t)it->sc->img.rec.w * it->sc->img.rec.h * 3;
     }
     b->rec = malloc((size_t)n * sizeof *b->rec), b->px = malloc((size_t)n * sizeof *b->px);
@@ -88,15 +102,15 @@ static int make_batch(batch *b, int n) {
     for (int k = 0; k < n; k++) {
         const item *it = &g_it[k % g_n];
         const swin_jpeg_scan *sc = it->sc;
-        memcpy(b->bytes + at, it->data, it->size);
+        memcpy(b->bytes + at, it->u, it->ulen);
         memcpy(b->tables + t, sc->tables, (size_t)sc->n_tables * sizeof *b->tables);
         swin_jh_image m = sc->img;
-        m.data += (long long)at;
+        m.data = (long long)at, m.data_len = (long long)it->ulen;
         m.table = t;
         swin_jpeg_coefs c = {.rec = sc->img.rec, .n_coef = sc->n_coef, .scratch_bytes = sc->scratch_bytes};
         m.rec = b->px[k] = swin_jpeg_record_at(&c, (long long)coef, (long long)plane, (long long)rgb);
         b->rec[k] = m;
-        at += it->size, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
+        at += it->ulen, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
         rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3;
     }
     return 1;
@@ -171,16 +185,18 @@ static void check_batch(void) {
             }
             decoded++;
         }
+        const int agree = status[k] == it->emu_status && (status[k] == SWIN_JH_OK) == (it->cpu_status == SWIN_JH_OK);
         if (it->given)
-            printf("%s %-56s status %d (CPU %d), %zu coefficients and %zu pixel values differ\n",
-                   status[k] == it->cpu_status && !cdiff && !pdiff ? "ok  " : "FAIL", it->name, status[k],
+            printf("%s %-56s status %d (CPU emulation %d, sequential %d), %zu coefficients and %zu pixel values "
+                   "differ\n", agree && !cdiff && !pdiff ? "ok  " : "FAIL", it->name, status[k], it->emu_status,
                    it->cpu_status, cdiff, pdiff);
         else if (status[k] == SWIN_JH_OK) damaged_ok++;
         else damaged_left++;
-        CHECK(status[k] == it->cpu_status, "%s: GPU status %d, CPU %d", it->name, status[k], it->cpu_status);
+        CHECK(agree, "%s: GPU status %d, CPU emulation %d, sequential %d", it->name, status[k], it->emu_status,
+              it->cpu_status);
         CHECK(cdiff == 0 && pdiff == 0, "%s: %zu coefficients, %zu pixel values differ", it->name, cdiff, pdiff);
         CHECK(!it->given || status[k] == SWIN_JH_OK || strstr(it->name, "junk_before_eoi"),
-              "%s: an undamaged file not decoded (%d)", it->name, status[k]);
+              "%s: an undamaged file not decoded (%d)", it->name, status[k]);   /* junk: left to libjpeg */
     }
     size_t bad = 0;
     for (size_t i = 0; i < GUARD / 2; i++) bad += (uint16_t)coef[b.n_coef + i] != 0xA5A5;
@@ -191,13 +207,17 @@ static void check_batch(void) {
 
     /* bad records: refused before anything runs */
     swin_jh_image r = b.rec[0];
-    r.data_len = (long long)b.n_bytes;   /* data past the end */
+    r.data_len = (long long)b.n_bytes - r.data + 1;   /* data past the end */
     st = swin_jpeg_huff_cuda(d.coef, b.n_coef, d.bytes, b.n_bytes, d.tables, b.n_tables, &r, d.rec, d.status, 1, 0);
     CHECK(st == SWIN_ERR_ARGUMENT, "data past the buffer: %s", swin_status_str(st));
     r = b.rec[0];
     r.rec.coef[0] = (long long)b.n_coef - 1;   /* coefficients past the end */
     st = swin_jpeg_huff_cuda(d.coef, b.n_coef, d.bytes, b.n_bytes, d.tables, b.n_tables, &r, d.rec, d.status, 1, 0);
     CHECK(st == SWIN_ERR_ARGUMENT, "coefficients past the buffer: %s", swin_status_str(st));
+    r = b.rec[0];
+    r.restart = 4;   /* restart markers: not the parallel decoder's */
+    st = swin_jpeg_huff_cuda(d.coef, b.n_coef, d.bytes, b.n_bytes, d.tables, b.n_tables, &r, d.rec, d.status, 1, 0);
+    CHECK(st == SWIN_ERR_ARGUMENT, "a restart interval: %s", swin_status_str(st));
     r = b.rec[0];
     r.table = b.n_tables;   /* tables past the end */
     st = swin_jpeg_huff_cuda(d.coef, b.n_coef, d.bytes, b.n_bytes, d.tables, b.n_tables, &r, d.rec, d.status, 1, 0);
@@ -255,8 +275,8 @@ int main(int argc, char **argv) {
     }
     const int n_given = g_n;
     for (int i = 0; i < nn; i++) add_path(names[i]);
-    /* damaged copies of a fixture with restart markers */
-    snprintf(path, sizeof path, "%s/restart_blocks_420_120x80.jpg", dir);
+    /* damaged copies of a fixture */
+    snprintf(path, sizeof path, "%s/baseline_420_160x120.jpg", dir);
     size_t size = 0;
     uint8_t *data = tu_read_file(path, &size);
     swin_jpeg_scan *sc = malloc(sizeof *sc);
@@ -269,8 +289,12 @@ int main(int argc, char **argv) {
             uint64_t r = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 7);
             r ^= r >> 29, r *= 0xBF58476D1CE4E5B9ull;
             size_t len = size;
-            if (t % 4 == 3) len = d0 + r % dn;
-            else if (t % 4 == 2) bad[d0 + r % (dn - 1)] = 0xFF, bad[d0 + r % (dn - 1) + 1] = (uint8_t)(0xD0 + t % 8);
+            if (t % 4 == 3) {   /* cut short, then the end-of-image marker */
+                len = d0 + r % dn;
+                bad[len] = 0xFF, bad[len + 1] = 0xD9;
+                len += 2;
+            }
+            else if (t % 4 == 2) bad[d0 + r % (dn - 1)] = 0xFF, bad[d0 + r % (dn - 1) + 1] = (uint8_t)(0xD0 + t % 16);
             else bad[d0 + r % dn] ^= (uint8_t)(1u << (r >> 61));
             snprintf(path, sizeof path, "damaged_%d.jpg", t);
             add(path, bad, len, 0);
@@ -279,7 +303,7 @@ int main(int argc, char **argv) {
     free(sc), free(data);
     check_batch();
     if (time_n > 0 && n_given > 0) time_batch(n_given, time_n);
-    for (int k = 0; k < g_n; k++) free(g_it[k].data), free(g_it[k].sc), free(g_it[k].cpu_coef);
+    for (int k = 0; k < g_n; k++) free(g_it[k].data), free(g_it[k].u), free(g_it[k].sc), free(g_it[k].cpu_coef);
     for (int i = 0; i < nn; i++) free(names[i]);
     return tu_finish("test_gpu_jpeg_huff");
 }

@@ -10,7 +10,10 @@
  *    restart marker out of sequence): whenever the decoder accepts one, libjpeg decodes it
  *    without complaint to the same coefficients and, through jpeg_exact.h, to its own pixels;
  *    whatever it refuses goes back to libjpeg. Counts printed; no crash, no read out of bounds
- *    (ASan+UBSan in CI).
+ *    (ASan+UBSan in CI);
+ * 4. in all of the above, the parallel decoder (jpeg_par.h, its GPU thread block emulated on the
+ *    CPU) on every file whose data unstuffs (no restart markers): it accepts exactly what the
+ *    sequential decoder accepts, with the same coefficients.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -18,12 +21,50 @@
 #include <string.h>
 
 #include "jpeg.h"
+#include "jpeg_par.h"
 #include "swin.h"
 #include "testutil.h"
 
 static const char *const WHY[SWIN_JH_N] = {"ok", "bad code", "run past 63", "DC out of range", "no data",
                                            "bad restart", "bad end", "coefficient range"};
-static int g_decoded, g_unsupported, g_refused;
+static int g_decoded, g_unsupported, g_refused, g_par, g_par_rounds, g_small, g_small_multi;
+
+/* the parallel decoder against the sequential one's verdict e and coefficients ref (NULL when
+ * refused); returns 1 when it ran (the data unstuffs) */
+static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan *sc, int e, const int16_t *ref) {
+    uint8_t *u = malloc((size_t)sc->img.data_len + 1);
+    size_t ulen = 0;
+    if (!u || swin_jp_unstuff(data + sc->img.data, (size_t)sc->img.data_len, u, &ulen) != 0 || sc->img.restart) {
+        free(u);
+        return 0;
+    }
+    swin_jh_image m = sc->img;
+    m.data = 0, m.data_len = (long long)ulen;
+    int16_t *coef = calloc(sc->n_coef, sizeof *coef);
+    int rounds = 0, pe = coef ? swin_jp_decode_host(&m, u, sc->tables, coef, SWIN_JP_MIN_BITS, &rounds) : -1;
+    CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder %d, sequential %d", name, pe, e);
+    if (pe == SWIN_JH_OK && e == SWIN_JH_OK && ref)
+        CHECK(memcmp(coef, ref, sc->n_coef * sizeof *coef) == 0, "%s: the parallel decoder's coefficients differ", name);
+    g_par++;
+    if (rounds > g_par_rounds) g_par_rounds = rounds;
+    if (getenv("SWIN_TEST_VERBOSE")) printf("     %-52s parallel decoder: %d rounds\n", name, rounds);
+    /* pieces of 256 bits: many pieces even in small files, many rounds; a piece that never
+     * synchronises leaves the image undecided (SWIN_JP_NO_SYNC), else the verdict must agree */
+    int small_rounds = 0;
+    memset(coef, 0, sc->n_coef * sizeof *coef);
+    pe = swin_jp_decode_host(&m, u, sc->tables, coef, 256, &small_rounds);
+    if (pe != SWIN_JP_NO_SYNC) {
+        CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder (256-bit pieces) %d, sequential %d",
+              name, pe, e);
+        if (pe == SWIN_JH_OK && e == SWIN_JH_OK && ref)
+            CHECK(memcmp(coef, ref, sc->n_coef * sizeof *coef) == 0,
+                  "%s: the parallel decoder's coefficients differ (256-bit pieces)", name);
+        g_small++;
+        if (small_rounds > 2) g_small_multi++;
+    }
+    free(coef), free(u);
+    return 1;
+}
 
 /* decode with jpeg_huff.h; returns the SWIN_JH_ code, or -1 when not covered; *coef: malloc'd */
 static int huff_decode(const uint8_t *data, size_t size, const char *name, swin_jpeg_scan *sc, int16_t **coef) {
@@ -61,6 +102,7 @@ static void check_file(const char *path, const uint8_t *data, size_t size) {
                path, sc.img.rec.w, sc.img.rec.h, sc.img.rec.nc, sc.img.restart, diff, sc.n_coef);
         CHECK(diff == 0, "%s: %zu coefficients differ from libjpeg's", path, diff);
         g_decoded++;
+        if (check_par(path, data, &sc, e, coef)) printf("ok   %-52s the parallel decoder agrees\n", path);
     }
     swin_jpeg_coefs_free(&ref);
     free(coef);
@@ -84,6 +126,7 @@ static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by
     swin_status ws = swin_jpeg_decode(bad, size, "damaged.jpg", NULL, NULL, &whole, &custom);
     *refused_by_libjpeg += ws != SWIN_OK;
     int accepted = e == SWIN_JH_OK;
+    if (e >= 0) check_par("damaged.jpg", bad, &sc, e, coef);
     if (accepted && CHECK(ws == SWIN_OK, "damaged copy %d: accepted here, refused by libjpeg (%s)", t, swin_last_error())) {
         swin_jpeg_coefs ref;
         if (CHECK(swin_jpeg_read_coefs(bad, size, "damaged.jpg", &ref) == SWIN_OK, "damaged copy %d: %s", t,
@@ -158,6 +201,10 @@ int main(int argc, char **argv) {
         CHECK(accepted < tries, "%s: every damaged copy accepted", victims[v]);
         free(bad), free(data);
     }
+    printf("ok   the parallel decoder ran on %d files (at most %d rounds to synchronise); with 256-bit pieces it "
+           "decided %d, %d of them after more than 2 rounds\n", g_par, g_par_rounds, g_small, g_small_multi);
+    CHECK(g_small_multi >= 20, "only %d files needed several rounds with 256-bit pieces", g_small_multi);
+    CHECK(g_par >= 150, "the parallel decoder ran on only %d files", g_par);
     for (int i = 0; i < nn; i++) free(names[i]);
     return tu_finish("test_jpeg_huff");
 }

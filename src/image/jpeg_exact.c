@@ -1,12 +1,11 @@
 /* jpeg_exact.c - the second half of the split JPEG decode on the CPU (jpeg.h): coefficients
  * (swin_jpeg_read_coefs) to the RGB pixels swin_jpeg_decode gives, with jpeg_exact.h's
- * arithmetic, the same functions a GPU kernel is to run. Not a fast path on a CPU (libjpeg's
- * own SIMD decode is); it is the reference that proves the arithmetic exact, for a pipeline
- * mode where the decoder threads stop after the coefficients and the GPU does the rest
- * (kernels/jpeg_exact.cu runs the same swin_jx_block and swin_jx_pixel; not wired yet). Measured on the 48 ImageNet photos of the project's checks (one thread of the
- * development machine): whole decode 2.34 ms per photo, coefficients only 2.06 ms (most of these
- * photos are 4:4:4, whose coefficients are as many as their pixels), so the CPU side saves about
- * 12%; the portable C here takes 6.6 ms more.
+ * arithmetic, the same functions kernels/jpeg_exact.cu runs for the exact GPU decoder. Not a fast
+ * path on a CPU (libjpeg's own SIMD decode is); it is the reference that proves the arithmetic
+ * exact. Measured on the 48 ImageNet photos of the project's checks (one thread of the
+ * development machine): whole decode 2.34 ms per photo, coefficients only 2.06 ms, so a split
+ * at the coefficients alone would save the CPU threads about 12%; the GPU decoder takes the
+ * entropy decoding too (jpeg_par.h).
  * Test: tests/test_jpeg_exact.c.
  */
 #include "jpeg.h"

@@ -1,12 +1,13 @@
-/* jpeg_huff.h - entropy (Huffman) decoding of baseline JPEGs, written once as inline functions
- * so that the CPU and a GPU kernel (kernels/jpeg_huff.cu) run the same code.
+/* jpeg_huff.h - entropy (Huffman) decoding of baseline JPEGs, sequential: the reference for the
+ * parallel decoder the GPU runs (jpeg_par.h, which reuses its tables and symbol decoding), written
+ * as inline functions of plain integers that compile for CPU and GPU alike.
  *
  * Why: Pillow-exact decoding is bound by Huffman decoding (about 85% of libjpeg-turbo's time on
- * ImageNet photos: the IDCT, upsampling and colour are the rest, jpeg_exact.h), which is serial
- * within an image but independent between images. One GPU thread per image decodes a batch's
- * images side by side while the CPU threads decode others; the coefficients then go through
- * jpeg_exact.h's kernels. Huffman decoding is lossless, so a correct decoder gives libjpeg's
- * coefficients exactly: the result is Pillow's pixels whichever side decoded an image.
+ * ImageNet photos: the IDCT, upsampling and colour are the rest, jpeg_exact.h). Huffman decoding
+ * is lossless, so a correct decoder gives libjpeg's coefficients exactly: the result is Pillow's
+ * pixels whichever side decoded an image. One GPU thread running this decoder over a whole image
+ * is about 15 times slower than a CPU core (measured: a batch waited a quarter of a second for a
+ * 1600x1200 photo), hence jpeg_par.h's split of the data over a thread block.
  *
  * What is covered: one baseline (sequential, Huffman) scan holding every component, 8-bit,
  * restart markers included, the layouts of jpeg.h's split decode (grey, YCbCr or RGB, each
@@ -22,8 +23,8 @@
  * then returns non-zero and the caller decodes the image with libjpeg, which gives its own
  * verdict (an error for a damaged file, Pillow's pixels for junk it tolerates). So an image this
  * decoder accepts is one libjpeg decodes without a warning, to the same coefficients.
- * Test: tests/test_jpeg_huff.c (CPU, against libjpeg's coefficients, on every fixture and on
- * damaged copies), tests/test_gpu_jpeg_huff.c (the kernel against the CPU).
+ * Test: tests/test_jpeg_huff.c (against libjpeg's coefficients, on every fixture and on damaged
+ * copies).
  */
 #ifndef SWIN_JPEG_HUFF_H
 #define SWIN_JPEG_HUFF_H
@@ -96,8 +97,20 @@ typedef struct {
                                 -1 the data ended, -2 0xFF 0xFF (fill bytes: not decoded here) */
 } swin_jh_bits;
 
+/* Read on until at least 57 bits are buffered, or a marker or the end of the data stops the
+ * reader: four bytes at once while none is 0xFF, else one by one with the unstuffing. */
 SWIN_JX_HD void swin_jh_fill(swin_jh_bits *r) {
     while (r->bits <= 56 && !r->marker) {
+        if (r->bits <= 32 && r->end - r->p >= 4) {
+            const uint32_t w = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
+            const uint32_t x = ~w;   /* a byte of w is 0xFF where a byte of x is 0 */
+            if (!((x - 0x01010101u) & ~x & 0x80808080u)) {
+                r->buf |= (uint64_t)w << (32 - r->bits);
+                r->bits += 32;
+                r->p += 4;
+                continue;
+            }
+        }
         if (r->p >= r->end) { r->marker = -1; break; }
         uint32_t c = r->p[0];
         if (c == 0xFF) {
@@ -112,41 +125,33 @@ SWIN_JX_HD void swin_jh_fill(swin_jh_bits *r) {
     }
 }
 
-/* the next n (1..16) bits as a number; -1 when fewer are left */
-SWIN_JX_HD int32_t swin_jh_get(swin_jh_bits *r, int n) {
-    if (r->bits < n) {
-        swin_jh_fill(r);
-        if (r->bits < n) return -1;
-    }
-    const int32_t v = (int32_t)(r->buf >> (64 - n));
-    r->buf <<= n;
-    r->bits -= n;
-    return v;
-}
-
-/* the next symbol of table t; -1: no such code, -2: the data ran out */
-SWIN_JX_HD int swin_jh_symbol(swin_jh_bits *r, const swin_jh_table *t) {
-    if (r->bits < 16) swin_jh_fill(r);
+/* The symbol of table t that the buffered bits start with, *len its code length (not consumed);
+ * -1 when they start with no code. Bits past the buffered ones read as zeros: the caller checks
+ * *len against r->bits. */
+SWIN_JX_HD int swin_jh_peek(const swin_jh_bits *r, const swin_jh_table *t, int *len) {
     const uint32_t e = t->look[r->buf >> (64 - SWIN_JH_LOOK)];
     if (e) {
-        const int len = (int)(e >> 8);
-        if (len > r->bits) return -2;
-        r->buf <<= len;
-        r->bits -= len;
+        *len = (int)(e >> 8);
         return (int)(e & 0xFF);
     }
     int l = SWIN_JH_LOOK + 1;
     int32_t code = (int32_t)(r->buf >> (64 - l));
     while (l <= 16 && code > t->maxcode[l]) code = (int32_t)(r->buf >> (64 - ++l));
     if (l > 16) return -1;
-    if (l > r->bits) return -2;
-    r->buf <<= l;
-    r->bits -= l;
+    *len = l;
     return t->huffval[(code + t->valoffset[l]) & 0xFF];
 }
 
 /* libjpeg's HUFF_EXTEND: v, an s-bit number, as the signed value it codes */
 SWIN_JX_HD int32_t swin_jh_extend(int32_t v, int s) { return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v; }
+
+/* A code of len bits followed by sz value bits (len + sz <= 31 <= r->bits): the value, consumed */
+SWIN_JX_HD int32_t swin_jh_take(swin_jh_bits *r, int len, int sz) {
+    const int32_t v = sz ? swin_jh_extend((int32_t)((r->buf << len) >> (64 - sz)), sz) : 0;
+    r->buf <<= len + sz;
+    r->bits -= len + sz;
+    return v;
+}
 
 /* One 8x8 block into out[64] (natural order; out all zero on entry, only non-zeros written;
  * NULL: decoded and dropped); *dc: the component's DC predictor; quant: its quantisation table
@@ -157,33 +162,30 @@ SWIN_JX_HD int32_t swin_jh_extend(int32_t v, int s) { return v < (1 << (s - 1)) 
  * depend on the CPU (jpeg_exact.h): such an image is left to libjpeg. */
 SWIN_JX_HD int swin_jh_block(swin_jh_bits *r, const swin_jh_table *dct, const swin_jh_table *act,
                              const uint16_t *quant, int32_t *dc, int16_t *out) {
-    int s = swin_jh_symbol(r, dct);
-    if (s < 0) return s == -1 ? SWIN_JH_BAD_CODE : SWIN_JH_NO_DATA;
-    int32_t diff = 0;
-    if (s) {
-        if (s > 15) return SWIN_JH_BAD_CODE;
-        const int32_t v = swin_jh_get(r, s);
-        if (v < 0) return SWIN_JH_NO_DATA;
-        diff = swin_jh_extend(v, s);
-    }
-    const int32_t d = *dc + diff;
+    int len;
+    if (r->bits < 32) swin_jh_fill(r);
+    const int s = swin_jh_peek(r, dct, &len);
+    if (s < 0 || s > 15) return SWIN_JH_BAD_CODE;
+    if (len + s > r->bits) return SWIN_JH_NO_DATA;
+    const int32_t d = *dc + swin_jh_take(r, len, s);
     if (d < -32768 || d > 32767) return SWIN_JH_BAD_DC;
     *dc = d;
     if (d * (int32_t)quant[0] > 2047 || d * (int32_t)quant[0] < -2047) return SWIN_JH_RANGE;
     if (out) out[0] = (int16_t)d;
     for (int k = 1; k < 64; k++) {
-        const int rs = swin_jh_symbol(r, act);
-        if (rs < 0) return rs == -1 ? SWIN_JH_BAD_CODE : SWIN_JH_NO_DATA;
+        if (r->bits < 32) swin_jh_fill(r);
+        const int rs = swin_jh_peek(r, act, &len);
+        if (rs < 0) return SWIN_JH_BAD_CODE;
         const int run = rs >> 4, sz = rs & 15;
+        if (len + sz > r->bits) return SWIN_JH_NO_DATA;
         if (sz) {
             k += run;
             if (k > 63) return SWIN_JH_BAD_RUN;
-            const int32_t v = swin_jh_get(r, sz);
-            if (v < 0) return SWIN_JH_NO_DATA;
-            const int32_t a = swin_jh_extend(v, sz), z = swin_jh_natural(k);
+            const int32_t a = swin_jh_take(r, len, sz), z = swin_jh_natural(k);
             if (a * (int32_t)quant[z] > 2047 || a * (int32_t)quant[z] < -2047) return SWIN_JH_RANGE;
             if (out) out[z] = (int16_t)a;
         } else {
+            swin_jh_take(r, len, 0);
             if (run != 15) break;   /* end of block */
             k += 15;                /* sixteen zeros; k > 63 ends the loop as libjpeg does */
         }
