@@ -92,9 +92,15 @@ static inline int pc_add_bad(char **paths, int n, const char *tmp, const char *w
     paths[n] = malloc(1024);
     snprintf(paths[n], 1024, "%s/cut.jpg", tmp);
     if ((g = fopen(paths[n], "wb"))) { fwrite(buf, 1, len / 2, g); fclose(g); }
-    paths[n + 1] = malloc(1024);
-    snprintf(paths[n + 1], 1024, "%s/missing.jpg", tmp);
-    return n + 2;
+    paths[n + 1] = malloc(1024);   /* cut short, then an end-of-image marker: libjpeg refuses it
+                                      ("premature end of data segment"), the exact GPU decoder too;
+                                      nvJPEG decodes it (not exact, and not a validator: the
+                                      README says so), so the nvJPEG checks skip it */
+    snprintf(paths[n + 1], 1024, "%s/cut_eoi.jpg", tmp);
+    if ((g = fopen(paths[n + 1], "wb"))) { fwrite(buf, 1, len / 2, g); fwrite("\xFF\xD9", 1, 2, g); fclose(g); }
+    paths[n + 2] = malloc(1024);
+    snprintf(paths[n + 2], 1024, "%s/missing.jpg", tmp);
+    return n + 3;
 }
 
 #endif

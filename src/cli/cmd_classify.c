@@ -65,9 +65,14 @@ static void usage(FILE *f) {
             "                          shared among the ranks of a node)\n"
             "      --preprocess-device D  gpu or cpu: where images are resized and normalised\n"
             "                          (default gpu with --device cuda; the same values either way)\n"
-            "      --decoder D         cpu (libjpeg-turbo, exactly as Pillow decodes; default) or\n"
-            "                          nvjpeg (JPEGs on the GPU: faster, pixels differ slightly;\n"
-            "                          one GPU: SWIN_NVJPEG_STATES=N decoders at once, default 1)\n"
+            "      --decoder D         JPEG decoding, every choice but nvjpeg exactly as Pillow:\n"
+            "                          auto (default): gpu with --device cuda and GPU preprocessing,\n"
+            "                          else cpu; cpu: libjpeg-turbo on the decoder threads; gpu:\n"
+            "                          baseline JPEGs on the GPU (same pixels as libjpeg), the rest by\n"
+            "                          libjpeg (SWIN_JPEG_GPU_SHARE=percent offered to the GPU, default\n"
+            "                          100; SWIN_JPEG_GPU_DECODERS=N batches at once, default 2);\n"
+            "                          nvjpeg: nvJPEG (pixels differ slightly; one GPU:\n"
+            "                          SWIN_NVJPEG_STATES=N decoders at once, default 1)\n"
             "      --timing            print the time per stage on stderr at the end\n"
             CLI_PILLOW_HELP
             CLI_IMG_SIZE_HELP
@@ -87,6 +92,7 @@ static void usage(FILE *f) {
 /* 0: run; 1: help asked for; EXIT_USAGE: bad flags (message printed). Positional args -> *inputs. */
 static int parse(int argc, char **argv, classify_args *a, const char **inputs, int *n_inputs) {
     memset(a, 0, sizeof *a);
+    a->decoder = SWIN_DECODER_AUTO;
     a->top = 5;
     a->batch = 8;
     cli_parse_devices(CMD, "cpu", &a->dev);
@@ -104,7 +110,7 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
         } else if (!strcmp(f, "--decoder")) {
             VALUE();
             if (swin_decoder_parse(v, &a->decoder) != SWIN_OK)
-                return cli_usage_error(CMD, "bad --decoder '%s' (expected cpu or nvjpeg)", v);
+                return cli_usage_error(CMD, "bad --decoder '%s' (expected auto, cpu, gpu or nvjpeg)", v);
         } else if (!strcmp(f, "--preprocess-device")) {
             VALUE();
             if (swin_preprocess_device_parse(v, &a->pre_device) != SWIN_OK)
@@ -150,8 +156,9 @@ static int parse(int argc, char **argv, classify_args *a, const char **inputs, i
     if (!a->list && !*n_inputs) return cli_usage_error(CMD, "no images given (try swin classify --help)");
     if (a->pre_device == SWIN_PRE_DEVICE_GPU && a->dev.device != SWIN_DEVICE_CUDA)
         return cli_usage_error(CMD, "--preprocess-device gpu needs --device cuda");
-    if (a->decoder == SWIN_DECODER_NVJPEG && (a->dev.device != SWIN_DEVICE_CUDA || a->pre_device == SWIN_PRE_DEVICE_CPU))
-        return cli_usage_error(CMD, "--decoder nvjpeg needs --device cuda and GPU preprocessing");
+    if ((a->decoder == SWIN_DECODER_GPU || a->decoder == SWIN_DECODER_NVJPEG) &&
+        (a->dev.device != SWIN_DEVICE_CUDA || a->pre_device == SWIN_PRE_DEVICE_CPU))
+        return cli_usage_error(CMD, "--decoder %s needs --device cuda and GPU preprocessing", swin_decoder_str(a->decoder));
     return 0;
 }
 
@@ -261,8 +268,8 @@ static void on_result(void *ctx, const swin_pipeline_result *r) {
 
 static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stats *per, const int *gpus, int n_gpus) {
     fprintf(stderr,
-            "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from nvJPEG "
-            "to the CPU):\n"
+            "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from the GPU "
+            "decoder to the CPU):\n"
             "  read %.1f  decode %.1f  cpu-preprocess %.1f\n"
             "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f"
             "  warm-up %.1f\n",
@@ -274,6 +281,10 @@ static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stat
                 "%d batched set-ups, %d padding images): nvjpeg-parse %.1f  nvjpeg-engines %.1f  nvjpeg-default %.1f  "
                 "nvjpeg-sync %.1f\n", st->nvjpeg_decoders, st->nvjpeg_hw_images, st->nvjpeg_sw_images, st->nvjpeg_hw_setups,
                 st->nvjpeg_hw_padding, st->nvjpeg_parse_ms, st->nvjpeg_hw_ms, st->nvjpeg_sw_ms, st->nvjpeg_sync_ms);
+    if (st->gpu_jpeg_images || st->gpu_jpeg_refused)
+        fprintf(stderr, "  GPU JPEG decoding (%d decoders, summed; %d images decoded on the GPU, %d left to libjpeg): "
+                "gpu-jpeg-stage %.1f  gpu-jpeg-gpu %.1f\n", st->nvjpeg_decoders, st->gpu_jpeg_images,
+                st->gpu_jpeg_refused, st->gpu_jpeg_stage_ms, st->gpu_jpeg_gpu_ms);
     for (int g = 0; per && n_gpus > 1 && g < n_gpus; g++)
         fprintf(stderr, "  cuda:%d: %d images in %d batches, wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  "
                 "gpu-preprocess %.1f  forward %.1f\n", gpus[g], per[g].images, per[g].batches, per[g].wait_ms,

@@ -28,7 +28,6 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     (void)d; (void)px; (void)data; (void)len; (void)names; (void)n; (void)out;
     return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without nvJPEG");
 }
-void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) { (void)px; }
 void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out) {
     (void)d;
     memset(out, 0, sizeof *out);
@@ -178,28 +177,7 @@ static int jpeg_is_ycc(const uint8_t *p, size_t n) {
     return 1;
 }
 
-void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) {
-    if (!px) return;
-    if (px->dev) {
-        cudaSetDevice(px->device);
-        cudaFree(px->dev);
-    }
-    memset(px, 0, sizeof *px);
-}
 
-/* Room for `bytes` of pixels in px on d's GPU (an eighth more when it grows, so that slowly
- * growing batches do not free and allocate, which waits for the whole GPU, every time). */
-static swin_status grow_pixels(swin_nvjpeg *d, swin_nvjpeg_buffer *px, size_t bytes) {
-    if (px->dev && px->device != d->dev) swin_nvjpeg_buffer_free(px);   /* made on another GPU */
-    if (bytes <= px->cap) return SWIN_OK;
-    swin_nvjpeg_buffer_free(px);
-    SWIN_CUDA_TRY(cudaSetDevice(d->dev));
-    size_t want = bytes + bytes / 8;
-    SWIN_CUDA_TRY(cudaMalloc((void **)&px->dev, want));
-    px->cap = want;
-    px->device = d->dev;
-    return SWIN_OK;
-}
 
 /* Room for n images in the host scratch. */
 static swin_status grow_scratch(swin_nvjpeg *d, int n) {
@@ -326,7 +304,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     int size = (nhw + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE, npad = size - nhw;
     size_t pad_at = total;
     if (npad > 0) total += (size_t)npad * rgb_bytes(out[small].width, out[small].height);
-    if ((st = grow_pixels(d, px, total ? total : 256)) != SWIN_OK) return fail_all(out, n, st);
+    if ((st = swin_nvjpeg_buffer_reserve(px, d->dev, total ? total : 256)) != SWIN_OK) return fail_all(out, n, st);
     for (int i = 0; i < n; i++)
         if (out[i].ok) out[i].rgb = px->dev + (uintptr_t)out[i].rgb;
     for (int j = 0; j < size; j++) {
@@ -380,3 +358,37 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
 }
 
 #endif /* SWIN_HAVE_NVJPEG */
+
+/* the device pixels are also those of the exact GPU decode (jpeg_gpu.c), built without nvJPEG */
+#ifdef SWIN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "check.h"
+
+void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) {
+    if (!px) return;
+    if (px->dev) {
+        cudaSetDevice(px->device);
+        cudaFree(px->dev);
+    }
+    memset(px, 0, sizeof *px);
+}
+
+swin_status swin_nvjpeg_buffer_reserve(swin_nvjpeg_buffer *px, int device, size_t bytes) {
+    if (px->dev && px->device != device) swin_nvjpeg_buffer_free(px);   /* made on another GPU */
+    if (bytes <= px->cap) return SWIN_OK;
+    swin_nvjpeg_buffer_free(px);
+    SWIN_CUDA_TRY(cudaSetDevice(device));
+    size_t want = bytes + bytes / 8;
+    SWIN_CUDA_TRY(cudaMalloc((void **)&px->dev, want));
+    px->cap = want;
+    px->device = device;
+    return SWIN_OK;
+}
+#else
+void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px) { (void)px; }
+swin_status swin_nvjpeg_buffer_reserve(swin_nvjpeg_buffer *px, int device, size_t bytes) {
+    (void)px; (void)device; (void)bytes;
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "this swin was built without CUDA");
+}
+#endif

@@ -52,6 +52,10 @@ typedef struct {
     int device;             /* the GPU that holds dev */
 } swin_nvjpeg_buffer;
 void swin_nvjpeg_buffer_free(swin_nvjpeg_buffer *px);
+/* Room for `bytes` of pixels in px on GPU `device` (an eighth more when it grows, so that slowly
+ * growing batches do not free and allocate, which waits for the whole GPU, every time); a buffer
+ * made on another GPU is freed first. Only while nothing reads px. */
+swin_status swin_nvjpeg_buffer_reserve(swin_nvjpeg_buffer *px, int device, size_t bytes);
 /* Decode n JPEG files held in host memory into px; returns an error only when the decoder itself
  * fails (then every out[i].ok is 0); a bad file fails alone. Synchronous: the pixels are ready
  * on return. A batch can be decoded into one buffer while the GPU still reads another. */

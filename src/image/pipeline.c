@@ -42,12 +42,16 @@ int swin_pipe_batch_len(const pipe_t *q, int k) {
     return q->n - start < q->B ? q->n - start : q->B;
 }
 
-const char *swin_decoder_str(swin_decoder d) { return d == SWIN_DECODER_NVJPEG ? "nvjpeg" : "cpu"; }
+const char *swin_decoder_str(swin_decoder d) {
+    return d == SWIN_DECODER_NVJPEG ? "nvjpeg" : d == SWIN_DECODER_GPU ? "gpu" : d == SWIN_DECODER_AUTO ? "auto" : "cpu";
+}
 
 swin_status swin_decoder_parse(const char *s, swin_decoder *out) {
     if (s && (!strcmp(s, "cpu") || !strcmp(s, "libjpeg"))) { *out = SWIN_DECODER_CPU; return SWIN_OK; }
     if (s && !strcmp(s, "nvjpeg")) { *out = SWIN_DECODER_NVJPEG; return SWIN_OK; }
-    return swin_fail(SWIN_ERR_ARGUMENT, "decoder '%s': expected cpu (libjpeg) or nvjpeg", s ? s : "(null)");
+    if (s && !strcmp(s, "gpu")) { *out = SWIN_DECODER_GPU; return SWIN_OK; }
+    if (s && !strcmp(s, "auto")) { *out = SWIN_DECODER_AUTO; return SWIN_OK; }
+    return swin_fail(SWIN_ERR_ARGUMENT, "decoder '%s': expected auto, cpu (libjpeg), gpu or nvjpeg", s ? s : "(null)");
 }
 
 swin_pipeline_options swin_pipeline_options_default(void) {
@@ -56,6 +60,7 @@ swin_pipeline_options swin_pipeline_options_default(void) {
     o.batch = 8;
     o.depth = 3;
     o.where = SWIN_PRE_DEVICE_AUTO;
+    o.decoder = SWIN_DECODER_AUTO;
     o.warmup = 1;
     return o;
 }
@@ -88,7 +93,26 @@ static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t
     size_t len = 0;
     swin_status st = swin_image_read_file(path, &buf, &len);
     double t1 = now_ms();
-    if (st == SWIN_OK && q->nvjpeg && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF) {
+    int jpeg = st == SWIN_OK && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF;
+    if (jpeg && q->exact_gpu && i % q->B < q->gpu_share) {   /* its scan read here, decoded on the GPU */
+        it->scan = malloc(sizeof *it->scan);
+        it->ent = malloc(len);
+        size_t ulen = 0;
+        if (it->scan && it->ent && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK && !it->scan->img.restart &&
+            swin_jp_unstuff(buf + it->scan->img.data, (size_t)it->scan->img.data_len, it->ent, &ulen) == 0) {
+            it->scan->img.data = 0;
+            it->scan->img.data_len = (long long)ulen;
+            it->jpeg = buf;   /* kept for libjpeg, should the GPU refuse it */
+            it->jpeg_len = len;
+            it->ok = 1;
+            *t_read += t1 - t0;
+            *t_dec += now_ms() - t1;
+            return;
+        }
+        free(it->scan);   /* not covered (progressive, restart markers, ...): libjpeg decodes it below */
+        free(it->ent);
+        it->scan = NULL, it->ent = NULL;
+    } else if (jpeg && q->gpu_dec && !q->exact_gpu) {
         it->jpeg = buf; /* the lane decodes it on the GPU */
         it->jpeg_len = len;
         it->ok = 1;
@@ -143,6 +167,8 @@ static void slot_release_items(pipe_slot *sl, int count) {
     for (int j = 0; j < count; j++) {
         pipe_item *it = &sl->items[j];
         free(it->jpeg);
+        free(it->scan);
+        free(it->ent);
         if (!it->in_arena && !it->on_device) swin_image_free(&it->img);
         memset(it, 0, sizeof *it);
     }
@@ -177,7 +203,7 @@ static void start_batch(pipe_t *q, pipe_lane *l, int k) {
     if (!ngood) return;
     int pad = q->gpu ? q->B : 0;
     sl->fs = q->cpu_pre ? swin_forward_input_begin(l->s, sl->x, ngood, pad, sl->logits)
-                        : swin_forward_images_begin(l->s, q->p, l->imgs, q->nvjpeg ? l->on_device : NULL, ngood,
+                        : swin_forward_images_begin(l->s, q->p, l->imgs, q->gpu_dec ? l->on_device : NULL, ngood,
                                                     SWIN_PRE_DEVICE_GPU, pad, sl->logits);
     sl->begun = sl->fs == SWIN_OK;
     if (sl->fs != SWIN_OK) snprintf(sl->fmsg, sizeof sl->fmsg, "%s", swin_last_error());
@@ -202,7 +228,7 @@ static void finish_batch(pipe_t *q, pipe_lane *l, int k) {
 }
 
 void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k) {
-    if (q->nvjpeg) swin_pipe_gpu_decode(q, l->dec, &l->px[0], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+    if (q->gpu_dec) swin_pipe_gpu_decode(q, &l->dec, &l->px[0], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
     start_batch(q, l, k);
     finish_batch(q, l, k);
 }
@@ -252,8 +278,8 @@ static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, 
         while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
         pthread_mutex_unlock(&q->mu);
         l->st.wait_ms += now_ms() - tw;
-        if (q->nvjpeg && !q->nvj_running)
-            swin_pipe_gpu_decode(q, l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+        if (q->gpu_dec && !q->nvj_running)
+            swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
         if (k > 0) finish_batch(q, l, k - 1);
         start_batch(q, l, k);   /* failures are reported per image */
         if (k > 0) swin_pipe_report_batch(q, k - 1, on_result, ctx, stats);
@@ -352,13 +378,19 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         where = so->device == SWIN_DEVICE_CUDA && cfg->img_h == cfg->img_w ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU;
     if (where == SWIN_PRE_DEVICE_GPU && so->device != SWIN_DEVICE_CUDA)
         return swin_fail(SWIN_ERR_ARGUMENT, "GPU preprocessing needs a CUDA session (this one runs on the CPU)");
-    int n_dec = 0;   /* nvJPEG decoders with one session */
-    if (o->decoder == SWIN_DECODER_NVJPEG) {
+    swin_decoder dec_kind = o->decoder;
+    if (dec_kind == SWIN_DECODER_AUTO)   /* the exact GPU decoder wherever it can run */
+        dec_kind = so->device == SWIN_DEVICE_CUDA && where == SWIN_PRE_DEVICE_GPU ? SWIN_DECODER_GPU : SWIN_DECODER_CPU;
+    int n_dec = 0;   /* GPU decoders with one session */
+    int gpu_share = 0;   /* SWIN_DECODER_GPU: JPEGs per batch offered to the GPU */
+    if (dec_kind == SWIN_DECODER_NVJPEG || dec_kind == SWIN_DECODER_GPU) {
+        const char *which = dec_kind == SWIN_DECODER_GPU ? "GPU" : "nvJPEG";
         if (so->device != SWIN_DEVICE_CUDA || where != SWIN_PRE_DEVICE_GPU)
-            return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder needs a CUDA session and GPU preprocessing");
-        if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the nvJPEG decoder takes batches of at most 4096");
-        SWIN_TRY(swin_pipe_nvj_count(o, &n_dec));
-    } else if (o->decoder != SWIN_DECODER_CPU) {
+            return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder needs a CUDA session and GPU preprocessing", which);
+        if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder takes batches of at most 4096", which);
+        SWIN_TRY(swin_pipe_nvj_count(o, dec_kind, &n_dec));
+        if (dec_kind == SWIN_DECODER_GPU) SWIN_TRY(swin_pipe_gpu_share(o, o->batch, &gpu_share));
+    } else if (dec_kind != SWIN_DECODER_CPU) {
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
     }
     if (per_session) memset(per_session, 0, (size_t)n_sessions * sizeof *per_session);
@@ -383,7 +415,9 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.depth = depth < q.nbatches ? depth : q.nbatches;
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
-    q.nvjpeg = o->decoder == SWIN_DECODER_NVJPEG;
+    q.gpu_dec = dec_kind == SWIN_DECODER_NVJPEG || dec_kind == SWIN_DECODER_GPU;
+    q.exact_gpu = dec_kind == SWIN_DECODER_GPU;
+    q.gpu_share = gpu_share;
     q.gpu = so->device == SWIN_DEVICE_CUDA;
     q.per = swin_preprocess_floats(p);
     int threads = o->threads ? o->threads : online_cores();
@@ -399,7 +433,8 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         l->imgs = calloc((size_t)q.B, sizeof *l->imgs);
         l->on_device = calloc((size_t)q.B, sizeof *l->on_device);
         if (!l->imgs || !l->on_device) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
-        if (q.nvjpeg && (st = swin_nvjpeg_create(swin_session_get_options(l->s)->device_index, &l->dec)) != SWIN_OK)
+        if (q.gpu_dec &&
+            (st = swin_pipe_gdec_create(&q, swin_session_get_options(l->s)->device_index, &l->dec)) != SWIN_OK)
             goto out;
     }
     if (n_nvj && (st = swin_pipe_nvj_create(&q, n_nvj)) != SWIN_OK) goto out;
@@ -468,7 +503,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         stats->upload_ms += ls->upload_ms;
         stats->gpu_preprocess_ms += ls->gpu_preprocess_ms;
         stats->forward_ms += ls->forward_ms;
-        swin_pipe_add_nvjpeg_stats(stats, q.lanes[i].dec);
+        swin_pipe_add_gdec_stats(stats, &q.lanes[i].dec);
         if (per_session) per_session[i] = *ls;
     }
     swin_pipe_nvj_finish(&q, stats);   /* the nvJPEG decoder threads' counts */
@@ -488,7 +523,7 @@ out:
     if (q.lanes)
         for (int i = 0; i < q.n_lanes; i++) {
             for (int b = 0; b < 2; b++) swin_nvjpeg_buffer_free(&q.lanes[i].px[b]);
-            swin_nvjpeg_free(q.lanes[i].dec);
+            swin_pipe_gdec_free(&q.lanes[i].dec);
             free(q.lanes[i].on_device);
             free(q.lanes[i].imgs);
         }

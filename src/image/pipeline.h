@@ -19,9 +19,14 @@
  * forward is asynchronous: swin_forward_images_begin / swin_forward_end). Memory is bounded by
  * depth x batch images. On a CUDA session a short batch (the last one, or one with bad files)
  * runs padded to the full batch, and a warm-up batch runs first (options.warmup).
- * With SWIN_DECODER_NVJPEG the threads only read JPEG files and each batch's JPEGs are decoded
- * on the GPU (other formats are still decoded on the threads); a JPEG that nvJPEG cannot decode
- * is given to the CPU decoder, which decodes it or reports why not. With one session,
+ * With SWIN_DECODER_GPU (what AUTO picks on a CUDA session with GPU preprocessing) the threads
+ * read each JPEG's header with libjpeg and unstuff its entropy-coded data; each batch's JPEGs
+ * are then decoded on the GPU, exactly as libjpeg decodes them (jpeg_gpu.h), by
+ * options.nvjpeg_decoders decoder threads (default 2) as below; what the GPU does not cover or
+ * refuses is decoded by libjpeg. With SWIN_DECODER_NVJPEG the threads only read JPEG files and
+ * each batch's JPEGs are decoded on the GPU by nvJPEG (other formats are still decoded on the
+ * threads); a JPEG that nvJPEG cannot decode is given to the CPU decoder, which decodes it or
+ * reports why not. With one session,
  * options.nvjpeg_decoders (default 1, or SWIN_NVJPEG_STATES from the environment) nvJPEG
  * decoders, each on its own thread with its own handles, states, stream and device pixels,
  * decode consecutive batches at the same time (each batch's pixels live in its slot until the
@@ -58,7 +63,11 @@ extern "C" {
 
 typedef enum {
     SWIN_DECODER_CPU = 0,          /* libjpeg-turbo (Pillow-exact) and stb on the decoder threads */
-    SWIN_DECODER_NVJPEG = 1        /* JPEGs on the GPU with nvJPEG (not bit-exact), others on the CPU */
+    SWIN_DECODER_NVJPEG = 1,       /* JPEGs on the GPU with nvJPEG (not bit-exact), others on the CPU */
+    SWIN_DECODER_GPU = 2,          /* Pillow-exact too: baseline JPEGs decoded on the GPU (jpeg_gpu.h:
+                                      the same pixels as libjpeg's), the others by libjpeg on the
+                                      decoder threads, and any JPEG the GPU refuses */
+    SWIN_DECODER_AUTO = 3          /* the default: GPU on a CUDA session with GPU preprocessing, else CPU */
 } swin_decoder;
 
 typedef struct {
@@ -66,16 +75,21 @@ typedef struct {
     int batch;                     /* images per forward, 1 .. the session's max batch */
     int depth;                     /* batches in flight, >= 2 (default 3) */
     swin_preprocess_device where;  /* AUTO: GPU on a CUDA session, else CPU */
-    swin_decoder decoder;          /* NVJPEG needs a CUDA session and GPU preprocessing */
+    swin_decoder decoder;          /* AUTO (default); GPU and NVJPEG need a CUDA session and GPU
+                                      preprocessing */
     int warmup;                    /* 1 (default): on a CUDA session, one batch of a synthetic
                                       picture runs before the clock starts (GEMM tuning, graph
                                       capture, buffers), timed as warmup_ms */
-    int nvjpeg_decoders;           /* NVJPEG with one session: decoders working on different
-                                      batches at once, 1 .. 8; 0 (default): SWIN_NVJPEG_STATES
-                                      from the environment when set, else 1 */
+    int nvjpeg_decoders;           /* NVJPEG or GPU with one session: decoders working on different
+                                      batches at once, 1 .. 16; 0 (default): SWIN_NVJPEG_STATES
+                                      (NVJPEG) or SWIN_JPEG_GPU_DECODERS (GPU) from the
+                                      environment when set, else 1 (NVJPEG) or 2 (GPU) */
+    int gpu_share;                 /* GPU: percent of each batch's JPEGs offered to the GPU (the
+                                      others go to libjpeg on the decoder threads), 1 .. 100; 0
+                                      (default): SWIN_JPEG_GPU_SHARE when set, else 100 */
 } swin_pipeline_options;
 
-/* "cpu" / "nvjpeg" (also accepted: "libjpeg" for cpu) */
+/* "cpu" / "nvjpeg" / "gpu" / "auto" (also accepted: "libjpeg" for cpu) */
 const char *swin_decoder_str(swin_decoder d);
 swin_status swin_decoder_parse(const char *s, swin_decoder *out);
 
@@ -108,6 +122,10 @@ typedef struct {
      * decoders' time (ms, summed over the decoders) */
     int nvjpeg_decoders, nvjpeg_hw_images, nvjpeg_sw_images, nvjpeg_hw_setups, nvjpeg_hw_padding;
     double nvjpeg_parse_ms, nvjpeg_hw_ms, nvjpeg_sw_ms, nvjpeg_sync_ms;
+    /* GPU mode: JPEGs decoded on the GPU, refused there (then decoded by libjpeg: cpu_fallback
+     * counts them), and the decoders' time gathering batches and on the GPU (ms, summed) */
+    int gpu_jpeg_images, gpu_jpeg_refused;
+    double gpu_jpeg_stage_ms, gpu_jpeg_gpu_ms;
 } swin_pipeline_stats;
 
 #define SWIN_PIPELINE_MAX_SESSIONS 64

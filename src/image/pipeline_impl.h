@@ -13,12 +13,15 @@
 
 #include <pthread.h>
 
+#include "jpeg_gpu.h"
 #include "nvjpeg_decode.h"
 #include "pipeline.h"
 
 typedef struct {
     swin_image img;
-    uint8_t *jpeg;               /* nvJPEG mode: the file's bytes, decoded by the lane */
+    uint8_t *jpeg;               /* GPU decoding: the file's bytes, decoded on the GPU */
+    swin_jpeg_scan *scan;        /* SWIN_DECODER_GPU: its scan (malloc'd; img.data 0 into ent) */
+    uint8_t *ent;                /* SWIN_DECODER_GPU: its entropy-coded data, unstuffed (malloc'd) */
     size_t jpeg_len;
     int on_device;               /* img.rgb is device memory (decoded by nvJPEG) */
     int in_arena;                /* img.rgb points into the slot arena (not freed) */
@@ -43,9 +46,14 @@ typedef struct {
     int gpu_decoded;             /* nvJPEG decoder threads: its JPEGs are decoded */
 } pipe_slot;
 
+typedef struct {                 /* a GPU JPEG decoder: nvJPEG's, or the exact one (jpeg_gpu.h) */
+    swin_nvjpeg *nv;
+    swin_jpeg_gpu *jg;
+} pipe_gdec;
+
 typedef struct {                 /* one session and what running a batch on it needs */
     swin_session *s;
-    swin_nvjpeg *dec;            /* nvJPEG mode: on this session's GPU */
+    pipe_gdec dec;               /* GPU decoding: on this session's GPU */
     swin_nvjpeg_buffer px[2];    /* its device pixels when this lane decodes (alternately with
                                     one session on the calling thread, else the first) */
     swin_image *imgs;            /* [batch] */
@@ -58,7 +66,10 @@ typedef struct pipe_nvj pipe_nvj;
 typedef struct {
     const swin_preprocess_params *p;
     const char *const *paths;
-    int n, B, depth, nbatches, cpu_pre, nvjpeg, nc;
+    int n, B, depth, nbatches, cpu_pre, nc;
+    int gpu_dec;                 /* JPEGs are decoded on the GPU (nvJPEG, or the exact decoder) */
+    int exact_gpu;               /* SWIN_DECODER_GPU: the exact decoder */
+    int gpu_share;               /* SWIN_DECODER_GPU: JPEGs of each batch offered to the GPU */
     int gpu;                     /* the sessions run on GPUs: short batches are padded to B */
     size_t per;                  /* floats per preprocessed image */
     pipe_slot *slots;
@@ -76,7 +87,7 @@ typedef struct {
 
 struct pipe_nvj {                /* one nvJPEG decoder thread */
     pipe_t *q;
-    swin_nvjpeg *dec;            /* its own, except the first's, which is lane 0's */
+    pipe_gdec dec;               /* its own, except the first's, which is lane 0's */
     pthread_t tid;
     int cpu_fallback;            /* JPEGs it handed to the CPU decoder */
     double ms;                   /* its time decoding */
@@ -98,18 +109,25 @@ void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result,
 
 // ---- pipeline_nvjpeg.c
 
-/* nvJPEG mode: decode batch k's JPEG bytes (in its slot) with dec into px; a JPEG that nvJPEG
- * cannot decode goes to the CPU decoder (counted in *cpu_fallback); the time is added to *ms. */
-void swin_pipe_gpu_decode(pipe_t *q, swin_nvjpeg *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms);
-/* The number of nvJPEG decoders for one session: o->nvjpeg_decoders, else SWIN_NVJPEG_STATES
- * from the environment, else 2. */
-swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, int *out);
+/* GPU decoding: decode batch k's JPEG bytes (in its slot) with dec into px; a JPEG that the GPU
+ * does not decode goes to the CPU decoder (counted in *cpu_fallback); the time is added to *ms. */
+void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms);
+/* a GPU decoder of q's kind on GPU dev; freeing one */
+swin_status swin_pipe_gdec_create(const pipe_t *q, int dev, pipe_gdec *out);
+void swin_pipe_gdec_free(pipe_gdec *d);
+/* The number of GPU decoders of kind `decoder` for one session: o->nvjpeg_decoders, else
+ * SWIN_NVJPEG_STATES (nvJPEG) or SWIN_JPEG_GPU_DECODERS (the exact decoder) from the
+ * environment, else the default (1 for nvJPEG, 2 for the exact decoder). */
+swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, swin_decoder decoder, int *out);
+/* SWIN_DECODER_GPU: how many JPEGs of each batch of B are offered to the GPU (the others are
+ * decoded by the CPU threads): o->gpu_share, else SWIN_JPEG_GPU_SHARE, else the default. */
+swin_status swin_pipe_gpu_share(const swin_pipeline_options *o, int B, int *out);
 /* Make n nvJPEG decoder records on lane 0's GPU (the first borrows lane 0's decoder). */
 swin_status swin_pipe_nvj_create(pipe_t *q, int n);
 /* Start their threads: q->nvj_running of them run after this (0: none, the caller decodes). */
 void swin_pipe_nvj_start(pipe_t *q);
-/* Add one decoder's counts (NULL: none) to stats, as one more decoder. */
-void swin_pipe_add_nvjpeg_stats(swin_pipeline_stats *stats, const swin_nvjpeg *dec);
+/* Add one decoder's counts (none: nothing) to stats, as one more decoder. */
+void swin_pipe_add_gdec_stats(swin_pipeline_stats *stats, const pipe_gdec *dec);
 /* Join the threads (every batch was claimed) and add their counts to stats. */
 void swin_pipe_nvj_finish(pipe_t *q, swin_pipeline_stats *stats);
 void swin_pipe_nvj_free(pipe_t *q);
