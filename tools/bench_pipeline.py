@@ -19,9 +19,11 @@ Steps (in this order; a step not started by --time-limit records "skipped"):
              --count files, rounded up to a multiple of --batch (no partial last batch, so no
              re-capture or re-compile inside a timed pass); a list file; a separate small set of
              bad files (truncated, empty, not an image, missing)
-  swin       one untimed warm-up (first 512 files), then timed runs: exact (GPU preprocessing),
-             --preprocess-device cpu, --decoder nvjpeg (recorded as an error when this build
-             has no such option); the bad-file set through each mode that ran
+  swin       one untimed warm-up (first 512 files), then timed runs: exact (--decoder cpu:
+             libjpeg on the CPU threads, GPU preprocessing), --decoder gpu (exact too: JPEGs
+             decoded on the GPU; the default), --preprocess-device cpu, --decoder nvjpeg
+             (recorded as an error when this build has no such option); the two exact modes'
+             printed results compared file by file; the bad-file set through each mode that ran
   nvjpeg_ceiling  tools/nvjpeg_ceiling (--nvjpeg-ceiling; built with nvJPEG) on the same timed
              files: nvJPEG's own decoding rate, JPEG engines with 1, 2, 4 threads x batches of
              64, 256 (state set up once), and the default backend on 256 files; the best row is
@@ -72,7 +74,7 @@ SUMMARY_RE = re.compile(r"swin classify: (\d+) images, (\d+) failed, ([0-9.]+) s
 TIMING_HEAD_RE = re.compile(r"time per stage \(ms\b([^)]*)\)")
 THREADS_RE = re.compile(r"over (\d+) threads?")
 SLOTS_RE = re.compile(r"([A-Za-z-]+) slots")
-FALLBACK_RE = re.compile(r"(\d+) JPEGs? from nvJPEG to the CPU")
+FALLBACK_RE = re.compile(r"(\d+) JPEGs? from (?:nvJPEG|the GPU decoder) to the CPU")
 STAGE_RE = re.compile(r"([A-Za-z][\w-]*)\s+(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 
 
@@ -399,10 +401,14 @@ def swin_argv(a, ctx, mode, list_path):
     argv = [a.swin, "classify", "--model", ctx["model_dir"], "--device", a.device,
             "--precision", "fp16" if a.device == "cuda" else "fp32", "--batch", str(a.batch),
             "--json", "--timing", "--list", list_path] + pillow_flag(a)
-    if mode == "cpu_preprocess":
+    if mode == "exact":
+        argv += ["--decoder", "cpu"]
+    elif mode == "cpu_preprocess":
         argv += ["--preprocess-device", "cpu"]
     elif mode == "nvjpeg":
         argv += ["--decoder", "nvjpeg"]
+    elif mode == "exact_gpu":
+        argv += ["--decoder", "gpu"]
     return argv
 
 
@@ -436,8 +442,9 @@ def parse_timing(err):
     return None
 
 
-def parse_results(path):
-    """{file: top-1 index} and {file: error} from `swin classify --json` stdout."""
+def parse_results(path, full=None):
+    """{file: top-1 index} and {file: error} from `swin classify --json` stdout; full (a dict),
+    when given, receives {file: the whole top-k list as printed (indices and probabilities)}."""
     top1, errors, junk = {}, {}, 0
     with open(path, errors="replace") as f:
         for line in f:
@@ -453,10 +460,12 @@ def parse_results(path):
                 errors[o.get("file")] = o["error"]
             elif o.get("top"):
                 top1[o.get("file")] = o["top"][0].get("index")
+                if full is not None:
+                    full[o.get("file")] = json.dumps(o["top"], sort_keys=True)
     return top1, errors, junk
 
 
-def run_swin(a, ctx, run, mode, list_path, cap):
+def run_swin(a, ctx, run, mode, list_path, cap, full=None):
     argv = swin_argv(a, ctx, mode, list_path)
     out_path = os.path.join(ctx["work"], f"swin_{mode}_{os.path.basename(list_path)}.jsonl")
     res = {"mode": mode, "command": shown(argv, ctx)}
@@ -489,7 +498,7 @@ def run_swin(a, ctx, run, mode, list_path, cap):
         res["error"] = f"exit {rc}: {last_line(err)}"
     top1, errors, junk = ({}, {}, 0)
     if os.path.exists(out_path):
-        top1, errors, junk = parse_results(out_path)
+        top1, errors, junk = parse_results(out_path, full)
         os.remove(out_path)
     res.update(stdout_results=len(top1), stdout_errors=len(errors), stdout_unparsed=junk)
     log(f"  exit {rc}, {wall:.2f}s wall" + (f", swin: {res['images']} images, {res['failed']} "
@@ -517,17 +526,23 @@ def step_swin(a, ctx, run):
     res["warmup"] = {k: warm.get(k) for k in ("command", "rc", "wall_s", "images", "failed",
                                               "swin_img_per_s", "error") if k in warm}
     ctx["top1"] = {}
-    for mode in ("exact", "cpu_preprocess", "nvjpeg"):
+    full = {"exact": {}, "exact_gpu": {}}   # the whole printed top-5, for the two exact modes
+    for mode in ("exact", "exact_gpu", "cpu_preprocess", "nvjpeg"):
         if run.left() < 15:
             res[mode] = {"mode": mode, "error": "skipped: --time-limit reached"}
             continue
-        r, top1, _ = run_swin(a, ctx, run, mode, ctx["list"], 180)
+        r, top1, _ = run_swin(a, ctx, run, mode, ctx["list"], 180, full.get(mode))
         if "error" not in r:
             r.update(photo_consistency(ctx, top1))
             ctx["top1"][mode] = top1
         res[mode] = r
         run.report.doc["swin"] = res
         run.report.save()
+    if full["exact"] and full["exact_gpu"] and isinstance(res.get("exact_gpu"), dict):
+        same = sum(1 for f, v in full["exact"].items() if full["exact_gpu"].get(f) == v)
+        res["exact_gpu"]["identical_to_exact"] = {"files": len(full["exact"]), "identical": same}
+        log(f"  --decoder gpu vs --decoder cpu: {same}/{len(full['exact'])} files with identical "
+            "top-5 indices and probabilities")
     return res
 
 
@@ -543,7 +558,7 @@ def step_bad(a, ctx, run):
             i = photo_index[src]
             good_ref[p] = next((ref[f] for f, j in zip(ctx["files"], ctx["photo_of"])
                                 if j == i and f in ref), None)
-    for mode in ("exact", "cpu_preprocess", "nvjpeg"):
+    for mode in ("exact", "exact_gpu", "cpu_preprocess", "nvjpeg"):
         if mode not in ctx["top1"]:
             continue
         r, top1, errors = run_swin(a, ctx, run, mode, ctx["bad_list"], 60)
@@ -1017,6 +1032,7 @@ def step_agreement(a, ctx):
         res["margin_median"] = s[len(s) // 2]
     pairs = [("swin exact", "PyTorch torch.compile", sw.get("exact"), tt.get("compile")),
              ("swin exact", "PyTorch eager", sw.get("exact"), tt.get("eager")),
+             ("swin exact, GPU decoding", "swin exact", sw.get("exact_gpu"), sw.get("exact")),
              ("swin nvJPEG", "swin exact", sw.get("nvjpeg"), sw.get("exact")),
              ("swin CPU preprocessing", "swin exact", sw.get("cpu_preprocess"), sw.get("exact")),
              ("PyTorch eager", "PyTorch torch.compile", tt.get("eager"), tt.get("compile"))]
