@@ -14,8 +14,8 @@
 #   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16, fp8,
 #      plus fp16 with --attention unfused, fp16 with --mlp fused and fp16 with --graphs off (verify.log)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_preprocess and
-#      test_gpu_jpeg_exact, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
+#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_preprocess,
+#      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
 #      relative error, top-1 and PASS/FAIL as `swin verify` prints them ("unsupported on GPU" for
 #      a fixture whose geometry the CUDA engine refuses at session creation: not a failure);
@@ -192,7 +192,7 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp8
   fi
   export SWIN_TEST_QUICK=1
-  for t in test_gpu_attention test_gpu_gemm test_gpu_preprocess test_gpu_jpeg_exact test_gpu_pipeline; do
+  for t in test_gpu_attention test_gpu_gemm test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
       # racecheck on the attention: the quick cases with one image and one head, fused kernels only
       # (SWIN_TEST_QUICK=2: racecheck reports hazards inside cuBLAS's own sm90 GEMMs, which the
