@@ -57,6 +57,7 @@ copy config_timm "$root"/weights/digits/config.json "$d"/ref_timm_*/config.json
 copy config_hf "$d"/ref_hf_*/config.json
 copy preprocessor_config "$d"/ref_hf_*/preprocessor_config.json
 copy jpeg "$d"/jpeg/*.jpg "$d"/preprocess/*.jpg
+copy jpeg_entropy "$d"/jpeg/*.jpg
 copy image "$d"/preprocess/*.png "$d"/preprocess/*.bmp "$d"/preprocess/*.gif "$d"/preprocess/*.ppm \
   "$d"/preprocess/*.tga "$d"/digits/00[0-4]*.png
 for t in "${all[@]}"; do
