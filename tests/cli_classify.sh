@@ -197,6 +197,17 @@ usage_case "bad --preprocess-device" classify --preprocess-device tpu "${pngs[0]
 usage_case "needs --device cuda" classify --preprocess-device gpu "${pngs[0]}"
 usage_case "bad --decoder" classify --decoder stb "${pngs[0]}"
 usage_case "nvjpeg needs --device cuda" classify --decoder nvjpeg "${pngs[0]}"
+usage_case "gpu needs --device cuda and GPU preprocessing" classify --decoder gpu "${pngs[0]}"
+usage_case "gpu needs --device cuda and GPU preprocessing" classify --device cuda --preprocess-device cpu \
+  --decoder gpu "${pngs[0]}"
+usage_case "expected auto, cpu, gpu or nvjpeg" classify --decoder gpus "${pngs[0]}"
+# --decoder auto on the CPU is libjpeg: the same bytes as --decoder cpu
+jpgs=("$src"/tests/data/jpeg/baseline_*.jpg "$src"/tests/data/jpeg/grey_70x50.jpg)
+run classify --json --decoder auto "${jpgs[@]}"
+cp "$tmp/out" "$tmp/auto.json"
+run classify --json --decoder cpu "${jpgs[@]}"
+if [ $rc -eq 0 ] && [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/auto.json"; then ok "--decoder auto on the CPU = cpu"
+else bad "--decoder auto vs cpu on the CPU (rc $rc)"; fi
 usage_case "bad --pillow 'x' (expected a Pillow version" classify --pillow x "${pngs[0]}"
 usage_case "bad --pillow '12.x'" preprocess --pillow 12.x --out "$tmp/x.safetensors" "${pngs[0]}"
 run classify -m "$model" --help

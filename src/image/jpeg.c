@@ -336,7 +336,8 @@ static swin_status run_scan(decoder *d, const uint8_t *data, size_t size, const 
         c->Al != 0)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: not one baseline scan of every component", name);
     for (int i = 0; i < nc; i++) {   /* the tables as they stand when the scan begins */
-        const JQUANT_TBL *qt = c->quant_tbl_ptrs[c->comp_info[i].quant_tbl_no];
+        const int no = c->comp_info[i].quant_tbl_no;   /* as read from the frame header: unchecked */
+        const JQUANT_TBL *qt = no >= 0 && no < NUM_QUANT_TBLS ? c->quant_tbl_ptrs[no] : NULL;
         if (!qt) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: no quantisation table for component %d", name, i);
         for (int k = 0; k < 64; k++) m->rec.quant[i][k] = qt->quantval[k];
     }
