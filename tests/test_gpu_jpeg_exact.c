@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     size_t n_coef = 0, n_plane = 0, n_rgb = 0;
     for (int k = 0; k < g_n; k++) {
         const swin_jpeg_coefs *c = &g_it[k].c;
-        rec[k] = swin_jpeg_record_at(c, (long long)n_coef, (long long)n_plane, (long long)n_rgb);
+        rec[k] = swin_jpeg_record_at(&c->rec, (long long)n_coef, (long long)n_plane, (long long)n_rgb);
         n_coef += c->n_coef;
         n_plane += c->scratch_bytes;
         n_rgb += (size_t)c->rec.w * c->rec.h * 3;

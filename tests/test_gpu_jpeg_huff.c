@@ -77,7 +77,7 @@ static void add_path(const char *path) {
     if (CHECK(data != NULL, "cannot read %s", path)) add(path, data, size, 1);
 }
 
-/* the batch's buffers for items [0, n) (item k at k % g_n when n > g_n) */
+/* the batch's buffers for n images: item k % n_items as image k */
 typedef struct {
     swin_jh_image *rec;
     swin_jx_image *px;
@@ -87,10 +87,10 @@ typedef struct {
     int n_tables;
 } batch;
 
-static int make_batch(batch *b, int n) {
+static int make_batch(batch *b, int n, int n_items) {
     memset(b, 0, sizeof *b);
     for (int k = 0; k < n; k++) {
-        const item *it = &g_it[k % g_n];
+        const item *it = &g_it[k % n_items];
         b->n_bytes += it->ulen, b->n_tables += it->sc->n_tables, b->n_coef += it->sc->n_coef;
         b->n_plane += it->sc->scratch_bytes, b->n_rgb += (size_t)it->sc->img.rec.w * it->sc->img.rec.h * 3;
     }
@@ -100,15 +100,14 @@ static int make_batch(batch *b, int n) {
     size_t at = 0, coef = 0, plane = 0, rgb = 0;
     int t = 0;
     for (int k = 0; k < n; k++) {
-        const item *it = &g_it[k % g_n];
+        const item *it = &g_it[k % n_items];
         const swin_jpeg_scan *sc = it->sc;
         memcpy(b->bytes + at, it->u, it->ulen);
         memcpy(b->tables + t, sc->tables, (size_t)sc->n_tables * sizeof *b->tables);
         swin_jh_image m = sc->img;
         m.data = (long long)at, m.data_len = (long long)it->ulen;
         m.table = t;
-        swin_jpeg_coefs c = {.rec = sc->img.rec, .n_coef = sc->n_coef, .scratch_bytes = sc->scratch_bytes};
-        m.rec = b->px[k] = swin_jpeg_record_at(&c, (long long)coef, (long long)plane, (long long)rgb);
+        m.rec = b->px[k] = swin_jpeg_record_at(&sc->img.rec, (long long)coef, (long long)plane, (long long)rgb);
         b->rec[k] = m;
         at += it->ulen, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
         rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3;
@@ -156,7 +155,7 @@ static swin_status run(dev *d, const batch *b, int n) {
 static void check_batch(void) {
     batch b;
     dev d;
-    if (!CHECK(make_batch(&b, g_n) && dev_alloc(&d, &b, g_n), "cannot set up the batch")) return;
+    if (!CHECK(make_batch(&b, g_n, g_n) && dev_alloc(&d, &b, g_n), "cannot set up the batch")) return;
     cudaMemset(d.status, 0x7F, (size_t)g_n * sizeof *d.status);   /* poison */
     cudaMemset(d.coef, 0xA5, b.n_coef * 2 + GUARD);                /* the op zeroes [0, n_coef) only */
     swin_status st = run(&d, &b, g_n);
@@ -231,11 +230,9 @@ out:
 
 /* --time N: the given files (item 0 .. n_given) repeated to N images, both kernels timed */
 static void time_batch(int n_given, int n) {
-    int keep = g_n;
-    g_n = n_given;
     batch b;
     dev d;
-    if (make_batch(&b, n) && dev_alloc(&d, &b, n)) {
+    if (make_batch(&b, n, n_given) && dev_alloc(&d, &b, n)) {
         cudaEvent_t e0, e1, e2;
         cudaEventCreate(&e0), cudaEventCreate(&e1), cudaEventCreate(&e2);
         float best_h = 1e30f, best_x = 1e30f;
@@ -257,7 +254,6 @@ static void time_batch(int n_given, int n) {
         dev_free(&d);
     }
     free_batch(&b);
-    g_n = keep;
 }
 
 int main(int argc, char **argv) {

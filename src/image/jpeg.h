@@ -40,10 +40,11 @@ void swin_jpeg_coefs_free(swin_jpeg_coefs *c);
 /* jpeg_exact.c: the rest of the decode on the CPU with jpeg_exact.h's arithmetic: rgb [h][w][3]
  * receives what swin_jpeg_decode would have given, bit for bit. scratch: c->scratch_bytes. */
 void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scratch);
-/* c's record within a batch: its coefficients (c->buf copied there) at element offset coef of the
- * batch's coefficient buffer, its sample planes at byte offset plane of the batch's scratch, its
- * pixels at byte offset rgb of the output. */
-swin_jx_image swin_jpeg_record_at(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb);
+/* An image's record (rec: the image alone, as swin_jpeg_coefs.rec or swin_jpeg_scan.img.rec give
+ * it) within a batch: its coefficients at element offset coef of the batch's coefficient buffer,
+ * its sample planes at byte offset plane of the batch's scratch, its pixels at byte offset rgb of
+ * the output. */
+swin_jx_image swin_jpeg_record_at(const swin_jx_image *rec, long long coef, long long plane, long long rgb);
 
 /* ---- the scan for jpeg_huff.h's entropy decoder (on the GPU, or on the CPU as its reference):
  * libjpeg reads the header; img describes the one baseline scan (img.data: the offset of the

@@ -18,8 +18,8 @@ void swin_jpeg_reconstruct(const swin_jpeg_coefs *c, uint8_t *rgb, uint8_t *scra
     for (long long p = 0; p < (long long)r->w * r->h; p++) swin_jx_pixel(r, scratch, rgb, p);
 }
 
-swin_jx_image swin_jpeg_record_at(const swin_jpeg_coefs *c, long long coef, long long plane, long long rgb) {
-    swin_jx_image r = c->rec;
+swin_jx_image swin_jpeg_record_at(const swin_jx_image *rec, long long coef, long long plane, long long rgb) {
+    swin_jx_image r = *rec;
     for (int i = 0; i < r.nc; i++) r.coef[i] += coef, r.plane[i] += plane;
     r.rgb = rgb;
     return r;

@@ -48,8 +48,7 @@ struct swin_jpeg_gpu {
     int dev;
     cudaStream_t stream;
     twin bytes, tables, recs, pxrecs, status;
-    void *coef, *planes;         /* device only */
-    size_t coef_cap, plane_cap;
+    swin_nvjpeg_buffer coef, planes;   /* device only */
     swin_jpeg_gpu_stats stats;
 };
 
@@ -76,16 +75,6 @@ static swin_status twin_grow(twin *t, size_t bytes) {
     return SWIN_OK;
 }
 
-static swin_status dev_grow(void **p, size_t *cap, size_t bytes) {
-    if (bytes <= *cap) return SWIN_OK;
-    if (*p) cudaFree(*p);
-    *p = NULL, *cap = 0;
-    size_t want = bytes + bytes / 8;
-    SWIN_CUDA_TRY(cudaMalloc(p, want));
-    *cap = want;
-    return SWIN_OK;
-}
-
 swin_status swin_jpeg_gpu_create(int device_index, swin_jpeg_gpu **out) {
     *out = NULL;
     swin_jpeg_gpu *g = calloc(1, sizeof *g);
@@ -107,8 +96,8 @@ void swin_jpeg_gpu_free(swin_jpeg_gpu *g) {
     cudaStreamSynchronize(g->stream);
     twin *t[] = {&g->bytes, &g->tables, &g->recs, &g->pxrecs, &g->status};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) twin_free(t[i]);
-    if (g->coef) cudaFree(g->coef);
-    if (g->planes) cudaFree(g->planes);
+    swin_nvjpeg_buffer_free(&g->coef);
+    swin_nvjpeg_buffer_free(&g->planes);
     cudaStreamDestroy(g->stream);
     free(g);
 }
@@ -135,8 +124,8 @@ static swin_status decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_j
     SWIN_TRY(twin_grow(&g->recs, (size_t)n * sizeof(swin_jh_image)));
     SWIN_TRY(twin_grow(&g->pxrecs, (size_t)n * sizeof(swin_jx_image)));
     SWIN_TRY(twin_grow(&g->status, (size_t)n * sizeof(int)));
-    SWIN_TRY(dev_grow(&g->coef, &g->coef_cap, n_coef * sizeof(int16_t)));
-    SWIN_TRY(dev_grow(&g->planes, &g->plane_cap, n_plane));
+    SWIN_TRY(swin_nvjpeg_buffer_reserve(&g->coef, g->dev, n_coef * sizeof(int16_t)));
+    SWIN_TRY(swin_nvjpeg_buffer_reserve(&g->planes, g->dev, n_plane));
     SWIN_TRY(swin_nvjpeg_buffer_reserve(px, g->dev, n_rgb));
     uint8_t *bytes = g->bytes.host;
     swin_jh_table *tables = g->tables.host;
@@ -151,8 +140,7 @@ static swin_status decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_j
         swin_jh_image m = sc->img;
         m.data = (long long)at;
         m.table = t;
-        swin_jpeg_coefs c = {.rec = sc->img.rec, .n_coef = sc->n_coef, .scratch_bytes = sc->scratch_bytes};
-        m.rec = pxrecs[i] = swin_jpeg_record_at(&c, (long long)coef, (long long)plane, (long long)rgb);
+        m.rec = pxrecs[i] = swin_jpeg_record_at(&sc->img.rec, (long long)coef, (long long)plane, (long long)rgb);
         recs[i] = m;
         at += (size_t)sc->img.data_len, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
         rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3;
@@ -162,9 +150,9 @@ static swin_status decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_j
     cudaStream_t st = g->stream;
     SWIN_CUDA_TRY(cudaMemcpyAsync(g->bytes.dev, bytes, n_bytes, cudaMemcpyHostToDevice, st));
     SWIN_CUDA_TRY(cudaMemcpyAsync(g->tables.dev, tables, (size_t)n_tables * sizeof *tables, cudaMemcpyHostToDevice, st));
-    SWIN_TRY(swin_jpeg_huff_cuda(g->coef, n_coef, g->bytes.dev, n_bytes, g->tables.dev, n_tables, recs, g->recs.dev,
+    SWIN_TRY(swin_jpeg_huff_cuda((int16_t *)g->coef.dev, n_coef, g->bytes.dev, n_bytes, g->tables.dev, n_tables, recs, g->recs.dev,
                                  g->status.dev, n, st));
-    SWIN_TRY(swin_jpeg_exact_cuda(px->dev, n_rgb, g->coef, n_coef, g->planes, n_plane, pxrecs, g->pxrecs.dev, n, st));
+    SWIN_TRY(swin_jpeg_exact_cuda(px->dev, n_rgb, (const int16_t *)g->coef.dev, n_coef, g->planes.dev, n_plane, pxrecs, g->pxrecs.dev, n, st));
     SWIN_CUDA_TRY(cudaMemcpyAsync(g->status.host, g->status.dev, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, st));
     SWIN_CUDA_TRY(cudaStreamSynchronize(st));
     g->stats.gpu_ms += now_ms() - t1;

@@ -125,18 +125,18 @@ SWIN_JX_HD void swin_jh_fill(swin_jh_bits *r) {
     }
 }
 
-/* The symbol of table t that the buffered bits start with, *len its code length (not consumed);
- * -1 when they start with no code. Bits past the buffered ones read as zeros: the caller checks
- * *len against r->bits. */
-SWIN_JX_HD int swin_jh_peek(const swin_jh_bits *r, const swin_jh_table *t, int *len) {
-    const uint32_t e = t->look[r->buf >> (64 - SWIN_JH_LOOK)];
+/* The symbol of table t that the bits buf (left-aligned) start with, *len its code length (not
+ * consumed); -1 when they start with no code. Bits past the buffered ones read as zeros: the
+ * caller checks *len against the bits it has. */
+SWIN_JX_HD int swin_jh_peek(uint64_t buf, const swin_jh_table *t, int *len) {
+    const uint32_t e = t->look[buf >> (64 - SWIN_JH_LOOK)];
     if (e) {
         *len = (int)(e >> 8);
         return (int)(e & 0xFF);
     }
     int l = SWIN_JH_LOOK + 1;
-    int32_t code = (int32_t)(r->buf >> (64 - l));
-    while (l <= 16 && code > t->maxcode[l]) code = (int32_t)(r->buf >> (64 - ++l));
+    int32_t code = (int32_t)(buf >> (64 - l));
+    while (l <= 16 && code > t->maxcode[l]) code = (int32_t)(buf >> (64 - ++l));
     if (l > 16) return -1;
     *len = l;
     return t->huffval[(code + t->valoffset[l]) & 0xFF];
@@ -164,7 +164,7 @@ SWIN_JX_HD int swin_jh_block(swin_jh_bits *r, const swin_jh_table *dct, const sw
                              const uint16_t *quant, int32_t *dc, int16_t *out) {
     int len;
     if (r->bits < 32) swin_jh_fill(r);
-    const int s = swin_jh_peek(r, dct, &len);
+    const int s = swin_jh_peek(r->buf, dct, &len);
     if (s < 0 || s > 15) return SWIN_JH_BAD_CODE;
     if (len + s > r->bits) return SWIN_JH_NO_DATA;
     const int32_t d = *dc + swin_jh_take(r, len, s);
@@ -174,7 +174,7 @@ SWIN_JX_HD int swin_jh_block(swin_jh_bits *r, const swin_jh_table *dct, const sw
     if (out) out[0] = (int16_t)d;
     for (int k = 1; k < 64; k++) {
         if (r->bits < 32) swin_jh_fill(r);
-        const int rs = swin_jh_peek(r, act, &len);
+        const int rs = swin_jh_peek(r->buf, act, &len);
         if (rs < 0) return SWIN_JH_BAD_CODE;
         const int run = rs >> 4, sz = rs & 15;
         if (len + sz > r->bits) return SWIN_JH_NO_DATA;

@@ -100,6 +100,17 @@ SWIN_JX_HD void swin_jp_seek(const swin_jp_ctx *c, int32_t pos, const uint8_t **
     *bits = n - (pos & 7);
 }
 
+/* the coefficients of the image's block g (in decoding order; b = g % bpm, its place in the MCU),
+ * NULL for a block past the component's edge (coded, not kept) */
+SWIN_JX_HD int16_t *swin_jp_block(const swin_jp_ctx *c, long long g, int b, int16_t *coef) {
+    const swin_jh_image *m = c->m;
+    const long long u = g / c->bpm;
+    const int s = c->bs[b], ci = m->comp[s];
+    const int bx = (int)(u % m->mcux) * m->hs[s] + c->bx[b], by = (int)(u / m->mcux) * m->vs[s] + c->by[b];
+    return bx < m->rec.bw[ci] && by < m->rec.bh[ci] ? coef + m->rec.coef[ci] + ((long long)by * m->rec.bw[ci] + bx) * 64
+                                                    : 0;
+}
+
 /* Decode from state st to the first symbol boundary at or past bit `end` (clamped to the data).
  * write = 0: the sync rounds (nothing written; after a symbol that cannot be, from a wrong start
  * or in damaged data, decoding goes on from the next bit in the guessed state b = 0, z = 0, so
@@ -119,22 +130,14 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
     int bits;
     swin_jp_seek(c, o.pos, &p, &buf, &bits);
     int b = o.b, z = o.z;
-    int16_t *blk = 0;   /* write: the current block's coefficients, NULL for a block past the edge */
-    if (write) {
-        const long long u = g / c->bpm;
-        const int s = c->bs[b], ci = m->comp[s];
-        const int bx = (int)(u % m->mcux) * m->hs[s] + c->bx[b], by = (int)(u / m->mcux) * m->vs[s] + c->by[b];
-        blk = bx < m->rec.bw[ci] && by < m->rec.bh[ci] ? coef + m->rec.coef[ci] + ((long long)by * m->rec.bw[ci] + bx) * 64 : 0;
-    }
+    int16_t *blk = write ? swin_jp_block(c, g, b, coef) : 0;   /* write: the current block's coefficients */
     while (o.pos < end) {
         if (bits < 32)
             while (bits <= 56 && p < pend) buf |= (uint64_t)*p++ << (56 - bits), bits += 8;
         const int s = c->bs[b];
         const swin_jh_table *t = c->tables + (z == 0 ? m->dc[s] : m->ac[s]);
-        swin_jh_bits r;   /* the peek reads buf only */
-        r.buf = buf;
         int len;
-        const int sym = swin_jh_peek(&r, t, &len);
+        const int sym = swin_jh_peek(buf, t, &len);
         int e = 0, tot = 0;
         if (sym < 0) {
             e = SWIN_JH_BAD_CODE;
@@ -197,12 +200,7 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
                     *end_pos = o.pos;
                     break;
                 }
-                const long long u = g / c->bpm;
-                const int s2 = c->bs[b], ci = m->comp[s2];
-                const int bx = (int)(u % m->mcux) * m->hs[s2] + c->bx[b], by = (int)(u / m->mcux) * m->vs[s2] + c->by[b];
-                blk = bx < m->rec.bw[ci] && by < m->rec.bh[ci]
-                          ? coef + m->rec.coef[ci] + ((long long)by * m->rec.bw[ci] + bx) * 64
-                          : 0;
+                blk = swin_jp_block(c, g, b, coef);
             }
         }
     }

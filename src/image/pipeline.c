@@ -86,6 +86,24 @@ static void *arena_alloc(void *ctx, size_t bytes) {
     return p;
 }
 
+/* SWIN_DECODER_GPU: the JPEG's scan (it->scan) and its entropy-coded data unstuffed (it->ent),
+ * 1; 0 (nothing kept) when the GPU decoder does not cover it (progressive, restart markers, ...) */
+static int take_scan(pipe_item *it, const uint8_t *buf, size_t len, const char *path) {
+    it->scan = malloc(sizeof *it->scan);
+    it->ent = malloc(len);
+    size_t ulen = 0;
+    if (it->scan && it->ent && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK && !it->scan->img.restart &&
+        swin_jp_unstuff(buf + it->scan->img.data, (size_t)it->scan->img.data_len, it->ent, &ulen) == 0) {
+        it->scan->img.data = 0;
+        it->scan->img.data_len = (long long)ulen;
+        return 1;
+    }
+    free(it->scan);
+    free(it->ent);
+    it->scan = NULL, it->ent = NULL;
+    return 0;
+}
+
 static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t_read, double *t_dec, double *t_pre) {
     const char *path = q->paths[i];
     double t0 = now_ms();
@@ -94,29 +112,13 @@ static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t
     swin_status st = swin_image_read_file(path, &buf, &len);
     double t1 = now_ms();
     int jpeg = st == SWIN_OK && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF;
-    if (jpeg && q->exact_gpu && i % q->B < q->gpu_share) {   /* its scan read here, decoded on the GPU */
-        it->scan = malloc(sizeof *it->scan);
-        it->ent = malloc(len);
-        size_t ulen = 0;
-        if (it->scan && it->ent && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK && !it->scan->img.restart &&
-            swin_jp_unstuff(buf + it->scan->img.data, (size_t)it->scan->img.data_len, it->ent, &ulen) == 0) {
-            it->scan->img.data = 0;
-            it->scan->img.data_len = (long long)ulen;
-            it->jpeg = buf;   /* kept for libjpeg, should the GPU refuse it */
-            it->jpeg_len = len;
-            it->ok = 1;
-            *t_read += t1 - t0;
-            *t_dec += now_ms() - t1;
-            return;
-        }
-        free(it->scan);   /* not covered (progressive, restart markers, ...): libjpeg decodes it below */
-        free(it->ent);
-        it->scan = NULL, it->ent = NULL;
-    } else if (jpeg && q->gpu_dec && !q->exact_gpu) {
-        it->jpeg = buf; /* the lane decodes it on the GPU */
+    if (jpeg && (q->decoder == SWIN_DECODER_NVJPEG ||
+                 (q->decoder == SWIN_DECODER_GPU && i % q->B < q->gpu_share && take_scan(it, buf, len, path)))) {
+        it->jpeg = buf;   /* decoded on the GPU; kept for libjpeg, should the GPU not decode it */
         it->jpeg_len = len;
         it->ok = 1;
         *t_read += t1 - t0;
+        *t_dec += now_ms() - t1;
         return;
     }
     /* straight into the slot's page-locked arena when there is one and room in it */
@@ -203,7 +205,7 @@ static void start_batch(pipe_t *q, pipe_lane *l, int k) {
     if (!ngood) return;
     int pad = q->gpu ? q->B : 0;
     sl->fs = q->cpu_pre ? swin_forward_input_begin(l->s, sl->x, ngood, pad, sl->logits)
-                        : swin_forward_images_begin(l->s, q->p, l->imgs, q->gpu_dec ? l->on_device : NULL, ngood,
+                        : swin_forward_images_begin(l->s, q->p, l->imgs, q->decoder != SWIN_DECODER_CPU ? l->on_device : NULL, ngood,
                                                     SWIN_PRE_DEVICE_GPU, pad, sl->logits);
     sl->begun = sl->fs == SWIN_OK;
     if (sl->fs != SWIN_OK) snprintf(sl->fmsg, sizeof sl->fmsg, "%s", swin_last_error());
@@ -228,7 +230,7 @@ static void finish_batch(pipe_t *q, pipe_lane *l, int k) {
 }
 
 void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k) {
-    if (q->gpu_dec) swin_pipe_gpu_decode(q, &l->dec, &l->px[0], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+    if (q->decoder != SWIN_DECODER_CPU) swin_pipe_gpu_decode(q, &l->dec, &l->px[0], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
     start_batch(q, l, k);
     finish_batch(q, l, k);
 }
@@ -278,7 +280,7 @@ static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, 
         while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
         pthread_mutex_unlock(&q->mu);
         l->st.wait_ms += now_ms() - tw;
-        if (q->gpu_dec && !q->nvj_running)
+        if (q->decoder != SWIN_DECODER_CPU && !q->nvj_running)
             swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
         if (k > 0) finish_batch(q, l, k - 1);
         start_batch(q, l, k);   /* failures are reported per image */
@@ -415,8 +417,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.depth = depth < q.nbatches ? depth : q.nbatches;
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
-    q.gpu_dec = dec_kind == SWIN_DECODER_NVJPEG || dec_kind == SWIN_DECODER_GPU;
-    q.exact_gpu = dec_kind == SWIN_DECODER_GPU;
+    q.decoder = dec_kind;
     q.gpu_share = gpu_share;
     q.gpu = so->device == SWIN_DEVICE_CUDA;
     q.per = swin_preprocess_floats(p);
@@ -433,7 +434,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         l->imgs = calloc((size_t)q.B, sizeof *l->imgs);
         l->on_device = calloc((size_t)q.B, sizeof *l->on_device);
         if (!l->imgs || !l->on_device) { st = swin_fail(SWIN_ERR_MEMORY, "pipeline: out of memory"); goto out; }
-        if (q.gpu_dec &&
+        if (q.decoder != SWIN_DECODER_CPU &&
             (st = swin_pipe_gdec_create(&q, swin_session_get_options(l->s)->device_index, &l->dec)) != SWIN_OK)
             goto out;
     }

@@ -67,8 +67,7 @@ typedef struct {
     const swin_preprocess_params *p;
     const char *const *paths;
     int n, B, depth, nbatches, cpu_pre, nc;
-    int gpu_dec;                 /* JPEGs are decoded on the GPU (nvJPEG, or the exact decoder) */
-    int exact_gpu;               /* SWIN_DECODER_GPU: the exact decoder */
+    swin_decoder decoder;        /* CPU, NVJPEG or GPU (AUTO resolved) */
     int gpu_share;               /* SWIN_DECODER_GPU: JPEGs of each batch offered to the GPU */
     int gpu;                     /* the sessions run on GPUs: short batches are padded to B */
     size_t per;                  /* floats per preprocessed image */

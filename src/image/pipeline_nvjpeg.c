@@ -28,7 +28,7 @@
 
 swin_status swin_pipe_gdec_create(const pipe_t *q, int dev, pipe_gdec *out) {
     memset(out, 0, sizeof *out);
-    return q->exact_gpu ? swin_jpeg_gpu_create(dev, &out->jg) : swin_nvjpeg_create(dev, &out->nv);
+    return q->decoder == SWIN_DECODER_GPU ? swin_jpeg_gpu_create(dev, &out->jg) : swin_nvjpeg_create(dev, &out->nv);
 }
 
 void swin_pipe_gdec_free(pipe_gdec *d) {
@@ -37,64 +37,29 @@ void swin_pipe_gdec_free(pipe_gdec *d) {
     memset(d, 0, sizeof *d);
 }
 
-/* the exact decoder: the batch's JPEGs whose scans the decoder threads read */
-static void exact_decode(pipe_t *q, swin_jpeg_gpu *jg, swin_nvjpeg_buffer *px, int k, int *cpu_fallback) {
-    pipe_slot *sl = &q->slots[k % q->depth];
-    int nb = swin_pipe_batch_len(q, k), m = 0;
-    swin_jpeg_gpu_input in[4096];
-    int idx[4096];
-    for (int j = 0; j < nb && m < 4096; j++)
-        if (sl->items[j].ok && sl->items[j].scan) {
-            in[m] = (swin_jpeg_gpu_input){sl->items[j].ent, sl->items[j].scan, q->paths[(size_t)k * q->B + j]};
-            idx[m++] = j;
-        }
-    if (!m) return;
-    swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
-    if (out) swin_jpeg_gpu_decode(jg, px, in, m, out);   /* a failure leaves every out[i].ok 0 */
-    for (int i = 0; i < m; i++) {
-        pipe_item *it = &sl->items[idx[i]];
-        if (out && out[i].ok) {
-            it->img.width = out[i].width;
-            it->img.height = out[i].height;
-            it->img.rgb = (uint8_t *)out[i].rgb;
-            it->on_device = 1;
-            continue;
-        }
-        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, in[i].name, &it->img);   /* libjpeg's verdict */
-        (*cpu_fallback)++;
-        if (cs != SWIN_OK) {
-            it->ok = 0;
-            snprintf(it->err, sizeof it->err, "%s", swin_last_error());
-        }
-    }
-    free(out);
-}
-
 void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int k, int *cpu_fallback, double *ms) {
-    if (q->exact_gpu) {
-        double t0 = swin_pipe_now_ms();
-        exact_decode(q, dec->jg, px, k, cpu_fallback);
-        *ms += swin_pipe_now_ms() - t0;
-        return;
-    }
     pipe_slot *sl = &q->slots[k % q->depth];
     int nb = swin_pipe_batch_len(q, k);
     const uint8_t *data[4096];
     size_t len[4096];
     const char *names[4096];
+    swin_jpeg_gpu_input in[4096];   /* the exact decoder: its scans and unstuffed data */
     int idx[4096], m = 0;
-    for (int j = 0; j < nb && m < 4096; j++)
-        if (sl->items[j].ok && sl->items[j].jpeg) {
-            data[m] = sl->items[j].jpeg;
-            len[m] = sl->items[j].jpeg_len;
-            names[m] = q->paths[(size_t)k * q->B + j];
-            idx[m++] = j;
-        }
+    for (int j = 0; j < nb && m < 4096; j++) {
+        pipe_item *it = &sl->items[j];
+        if (!it->ok || !it->jpeg) continue;
+        data[m] = it->jpeg;
+        len[m] = it->jpeg_len;
+        names[m] = q->paths[(size_t)k * q->B + j];
+        in[m] = (swin_jpeg_gpu_input){it->ent, it->scan, names[m]};
+        idx[m++] = j;
+    }
     if (!m) return;
     double t0 = swin_pipe_now_ms();
     swin_nvjpeg_image *out = calloc((size_t)m, sizeof *out);
-    swin_status st = out ? swin_nvjpeg_decode_into(dec->nv, px, data, len, names, m, out)
-                         : swin_fail(SWIN_ERR_MEMORY, "nvJPEG: out of memory");
+    swin_status st = !out ? swin_fail(SWIN_ERR_MEMORY, "GPU JPEG decoding: out of memory")
+                     : q->decoder == SWIN_DECODER_GPU ? swin_jpeg_gpu_decode(dec->jg, px, in, m, out)
+                                                      : swin_nvjpeg_decode_into(dec->nv, px, data, len, names, m, out);
     for (int i = 0; i < m; i++) {
         pipe_item *it = &sl->items[idx[i]];
         if (st == SWIN_OK && out[i].ok) {
@@ -104,7 +69,7 @@ void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int
             it->on_device = 1;
             continue;
         }
-        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);
+        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);   /* libjpeg's verdict */
         (*cpu_fallback)++;
         if (cs != SWIN_OK) {
             it->ok = 0;
