@@ -6,6 +6,10 @@
  *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
  *                           cores (attention_mma.cuh), fp32 data on the CUDA cores in true fp32
  *                           (attention_simt.cuh);
+ *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernel
+ *                           takes the geometry (windows of <= 64 tokens, head_dim 16/32/48/64),
+ *                           else the true-fp32 fused kernel; SWIN_ATTN_TF32=0 in the environment
+ *                           takes the latter always (to time the two in one build);
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
  * The tile shapes live in attention_common.cuh (struct Tiles). This file holds the launchers and
@@ -24,6 +28,7 @@
 #include "attention_common.cuh"
 #include "attention_mma.cuh"
 #include "attention_simt.cuh"
+#include "attention_tf32.cuh"
 #include "attention_unfused.cuh"
 
 using namespace swin_attn;
@@ -78,11 +83,29 @@ static bool exact_on() {
     return on == 1;
 }
 
+/* The 4-warp resident kernels of head_dim <= 32 take the keys 32 at a time (half the S registers:
+ * 79 instead of 94, 6 CTAs per SM instead of 5; H200, Swin-T fp16: attention 3% faster at batch
+ * 256, end to end 0.5% to 2.6%); SWIN_ATTN_KB64=1 in the environment restores blocks of 64 (read once) */
+static bool kb32_on() {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_ATTN_KB64");
+        on = !(v && v[0] && strcmp(v, "0") != 0);
+    }
+    return on == 1;
+}
+
 template <int HD, typename T, int NW, bool STREAM>
 static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cudaStream_t st) {
     auto kern = attn_mma_kernel<HD, T, NW, STREAM, false>;
     if constexpr (exact_width(HD))
         if (a.g.hd == HD && exact_on()) kern = attn_mma_kernel<HD, T, NW, STREAM, true>;   // a.vb == 16: HD % 8 == 0
+    if constexpr (HD <= 32 && NW == Tiles::kWarpsSmall && !STREAM)
+        if (kb32_on()) {
+            kern = attn_mma_kernel<HD, T, NW, STREAM, false, 32>;
+            if constexpr (exact_width(HD))
+                if (a.g.hd == HD && exact_on()) kern = attn_mma_kernel<HD, T, NW, STREAM, true, 32>;
+        }
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     kern<<<(unsigned)grid, NW * 32, smem, st>>>(a);
     SWIN_LAUNCH_CHECK(STREAM ? "attn_mma_kernel<stream>" : "attn_mma_kernel<resident>", st);
@@ -204,6 +227,43 @@ swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_ta
     return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", g.hd);
 }
 
+/* SWIN_ATTN_TF32=0 in the environment: SWIN_ATTN_IMPL_TF32 runs the true-fp32 kernel (read once) */
+static bool tf32_on() {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_ATTN_TF32");
+        on = !(v && strcmp(v, "0") == 0);
+    }
+    return on == 1;
+}
+
+/* fp32 data on TF32 tensor cores where attn_tf32_kernel takes the geometry, else the fp32 kernel */
+static swin_status launch_tf32(float *out, const float *qkv, const float *bias_table, const float *scale,
+                               const Geom &g, int nwin, int v2, cudaStream_t st) {
+    if (g.N > Tf32Tiles::kKeys || !tf32_width(g.hd) || !tf32_on())
+        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    AttnIO<float> a;
+    a.set(out, qkv, bias_table, scale, g, v2);
+    a.vb = 16;
+    const Tf32Smem L(g.hd, g.nb);
+    if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
+        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    auto kern = attn_tf32_kernel<32>;
+    switch (g.hd) {
+    case 16: kern = attn_tf32_kernel<16>; break;
+    case 48: kern = attn_tf32_kernel<48>; break;
+    case 64: kern = attn_tf32_kernel<64>; break;
+    default: break;
+    }
+    if (L.total > 48 * 1024)
+        SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
+    kern<<<(unsigned)((size_t)nwin * g.heads), Tf32Tiles::kWarps * 32, L.total, st>>>(a);
+    SWIN_LAUNCH_CHECK("attn_tf32_kernel", st);
+    return SWIN_OK;
+}
+
 // ---- op entries
 
 /* Geometry checks shared by both entries; SWIN_OK when the op can run it. */
@@ -261,6 +321,10 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
     const int nwin = d->B * g.nw, v2 = d->version == 2;
     if (impl == SWIN_ATTN_IMPL_FUSED) {
         SWIN_DISPATCH(dt, T, return launch_fused<T>(out, qkv, bias_table, scale, g, nwin, v2, st));
+    } else if (impl == SWIN_ATTN_IMPL_TF32) {
+        if (dt != SWIN_DT_F32)
+            return swin_fail(SWIN_ERR_ARGUMENT, "window attention (tf32): the data must be fp32 (dtype %d)", (int)dt);
+        return launch_tf32((float *)out, (const float *)qkv, bias_table, scale, g, nwin, v2, st);
     } else if (impl == SWIN_ATTN_IMPL_UNFUSED) {
         if (!cublas || !workspace)
             return swin_fail(SWIN_ERR_ARGUMENT, "window attention (unfused): needs a cuBLAS handle (%p) and a "

@@ -19,7 +19,8 @@ struct Tiles {
     /* tensor-core kernel (fp16/bf16): a warp owns 16 query rows and walks the keys in blocks of
      * 64 (S block 16x64 in registers, online softmax between blocks) */
     static constexpr int kRows = 16;             // query rows per warp tile (mma M)
-    static constexpr int kKeyBlock = 64;         // keys per online-softmax step
+    static constexpr int kKeyBlock = 64;         // keys per online-softmax step (4-warp kernels of head_dim
+                                                 // <= 32: 32, attention.cu kb32_on())
     static constexpr int kWarpsSmall = 4;        // warps per CTA when the window has <= 4 tiles (N <= 64)
     static constexpr int kWarpsLarge = 8;        // otherwise
     static constexpr int kResidentKvBytes = 100 * 1024; // K+V of a window stay whole in smem up to this

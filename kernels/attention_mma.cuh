@@ -27,14 +27,19 @@
 
 #include "attention_common.cuh"
 
-/* CTAs per SM the 4-warp kernels are register-limited to reach (head_dim <= 32) */
+/* CTAs per SM the 4-warp kernels are register-limited to reach (head_dim <= 32): with key blocks
+ * of 64 (SWIN_ATTN_KB64=1), and of 32 (the default there: half the S registers, 79 registers and no
+ * spills at 6) */
 #ifndef SWIN_ATTN_MIN_CTAS
 #define SWIN_ATTN_MIN_CTAS 5
 #endif
+#ifndef SWIN_ATTN_MIN_CTAS_KB32
+#define SWIN_ATTN_MIN_CTAS_KB32 6
+#endif
 /* 1: small windows (N <= 64, head_dim <= 64) use the persistent prefetching kernel
- * attn_mma_pipe_kernel below; 0 (default): the plain resident kernel. The pipelined kernel is
- * compile-checked but has not yet run on a GPU: switch it on only after test_gpu_attention and
- * compute-sanitizer racecheck pass with -DSWIN_ATTN_PIPELINE=1. */
+ * attn_mma_pipe_kernel below; 0 (default): the plain resident kernel. Measured on an H200: correct
+ * (test_gpu_attention) and racecheck-clean with -DSWIN_ATTN_PIPELINE=1, but 13% slower than the
+ * plain kernel on Swin-T, so it stays off. */
 #ifndef SWIN_ATTN_PIPELINE
 #define SWIN_ATTN_PIPELINE 0
 #endif
@@ -158,11 +163,11 @@ __device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int til
 /* keys [k_begin, k_end) (multiples of 16); smem row 0 of ks/vs holds key k_lo. masked: the window
  * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped).
  * qs: the tile's Q rows in smem (read here only when !q_in_regs(HD)) */
-template <int HD, typename T>
+template <int HD, typename T, int KB = Tiles::kKeyBlock>
 __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T *vs, const T *qs, int k_lo,
                                           int k_begin, int k_end, const int *kinfo, const float *rk,
                                           const float *bias, const MmaArgs &a, bool masked, int lane) {
-    constexpr int LD = HD + Tiles::kPad, KB = Tiles::kKeyBlock, NT = KB / 8;
+    constexpr int LD = HD + Tiles::kPad, NT = KB / 8;
     const int mi = lane >> 3, q4 = lane & 3;
     const float mask = kMask * kLog2e;
     const float *br0 = bias + t.qb[0], *br1 = bias + t.qb[1];   // bias index = qbase(i) - koff(j)
@@ -313,8 +318,10 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
 /* EXACT: head_dim == HD (a multiple of 8, so a.vb == 16) known at compile time: the fast path,
  * without the general loads and stores (launch_mma_kernel picks it for exact_width(HD); the general
  * kernel, EXACT false, handles any hd <= HD) */
-template <int HD, typename T, int NW, bool STREAM, bool EXACT>
-__global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32) ? SWIN_ATTN_MIN_CTAS : 1)
+/* KB: keys per online-softmax step of the resident mode (the streamed mode keeps Tiles::kKeyBlock) */
+template <int HD, typename T, int NW, bool STREAM, bool EXACT, int KB = Tiles::kKeyBlock>
+__global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32)
+                                               ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS) : 1)
 attn_mma_kernel(MmaArgs a) {
     constexpr int LD = HD + Tiles::kPad;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -370,7 +377,7 @@ attn_mma_kernel(MmaArgs a) {
                 if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
                 cp_async_commit();
             }
-            tile_keys<HD, T>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
+            tile_keys<HD, T, KB>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
             tile_end<HD, T>(t, os, out, tile, a, hd, vb, lane);
             if constexpr (!QREG) {  // Q is read until the end of the keys and O staged over it: load after
                 if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);

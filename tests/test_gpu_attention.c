@@ -1,5 +1,6 @@
 /* test_gpu_attention.c - swin_window_attention_cuda (kernels/attention.cu) against the CPU
- * reference swin_window_attention_cpu, for every dtype and both implementations (fused, unfused).
+ * reference swin_window_attention_cpu, for every dtype and implementation (fused, unfused, and for
+ * fp32 data tf32).
  *
  * Run: test_gpu_attention <source dir>   (ctest -L gpu); exits 77 without a GPU.
  * SWIN_TEST_QUICK=1 runs a small subset and no timing (for compute-sanitizer memcheck); =2 the same
@@ -97,7 +98,10 @@ static const int quick_extra[][2] = {{3, 7}, {6, 12}};
 
 static const char *dt_name[] = {"f32", "f16", "bf16"};
 static const double dt_tol[] = {1e-5, 2e-3, 1.6e-2};
-static const char *impl_name[] = {"fused", "unfused"};
+static const char *impl_name[] = {"fused", "unfused", "tf32"};
+/* tf32 (fp32 data on TF32 tensor cores): on the input grid Q, K and V are exact in TF32, so the
+ * one rounded operand is P, to TF32's 10 mantissa bits, fp16's: fp16's tolerance */
+#define TF32_TOL 2e-3
 /* SWIN_TEST_QUICK=2 (racecheck): the fused kernels only; the unfused baseline's batched GEMMs are
  * cuBLAS's own sm90 kernels, in which racecheck reports hazards of their asynchronous copies */
 static int g_fused_only;
@@ -199,10 +203,16 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
         }
         to_dt(hbuf, qr, nqkv, dt);
         CUDA_OK(cudaMemcpy(d_qkv, hbuf, nqkv * ds, cudaMemcpyHostToDevice));
-        for (int impl = 0; impl < (g_fused_only ? 1 : 2); impl++) {
+        int impls[3], n_impl = 0;
+        impls[n_impl++] = SWIN_ATTN_IMPL_FUSED;
+        if (!g_fused_only) impls[n_impl++] = SWIN_ATTN_IMPL_UNFUSED;
+        if (dt == SWIN_DT_F32) impls[n_impl++] = SWIN_ATTN_IMPL_TF32;
+        for (int ii = 0; ii < n_impl; ii++) {
+            const int impl = impls[ii];
+            const double tol = impl == SWIN_ATTN_IMPL_TF32 ? TF32_TOL : dt_tol[dt];
             size_t wsb = swin_window_attention_workspace(&d, (swin_dtype)dt, (swin_attn_impl)impl);
             void *d_ws = NULL;
-            CHECK((impl == SWIN_ATTN_IMPL_FUSED) == (wsb == 0), "workspace %zu bytes for %s", wsb, impl_name[impl]);
+            CHECK((impl == SWIN_ATTN_IMPL_UNFUSED) == (wsb != 0), "workspace %zu bytes for %s", wsb, impl_name[impl]);
             if (wsb) {
                 CUDA_OK(cudaMalloc(&d_ws, wsb));
                 CUDA_OK(cudaMemset(d_ws, 0xFF, wsb));   // NaN in every dtype
@@ -211,7 +221,7 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
             CUDA_OK(cudaMemset(d_out, 0xFF, nout * ds));
             CUDA_OK(cudaMemset((char *)d_out + nout * ds, GUARD_BYTE, GUARD_BYTES));
             swin_status s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
-                                                       (swin_attn_impl)impl, d_ws, impl ? (void *)cub : NULL, st);
+                                                       (swin_attn_impl)impl, d_ws, impl == SWIN_ATTN_IMPL_UNFUSED ? (void *)cub : NULL, st);
             cudaError_t ce = cudaStreamSynchronize(st);
             CHECK(ce == cudaSuccess, "%s", cudaGetErrorString(ce));
             if (smem_skip(s)) {
@@ -229,13 +239,13 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
             for (int i = 0; i < GUARD_BYTES; i++)
                 guard_ok &= hbuf[i] == GUARD_BYTE && hbuf[GUARD_BYTES + nout * ds + i] == GUARD_BYTE;
             double err = tu_max_abs_diff(got, ref, nout) / (refmax > 0 ? refmax : 1.0);
-            int ok = err <= dt_tol[dt] && guard_ok && s == SWIN_OK;
+            int ok = err <= tol && guard_ok && s == SWIN_OK;
             printf("W=%-2d res=%-2d shift=%-2d v%d heads=%-2d hd=%-3d B=%-2d %-4s %-7s err %.2e (tol %.1e)%s %s\n",
                    c->W, c->res, c->shift, c->version, c->heads, c->head_dim, c->B, dt_name[dt], impl_name[impl],
-                   err, dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN", ok ? "ok" : "FAIL");
-            CHECK(err <= dt_tol[dt], "W=%d hd=%d v%d shift=%d (grid %dx%d, window %dx%d) %s %s: err %.3e > %.1e",
+                   err, tol, guard_ok ? "" : " GUARD OVERWRITTEN", ok ? "ok" : "FAIL");
+            CHECK(err <= tol, "W=%d hd=%d v%d shift=%d (grid %dx%d, window %dx%d) %s %s: err %.3e > %.1e",
                   c->W, c->head_dim, c->version, c->shift, d.res_h, d.res_w, d.win_h, d.win_w, dt_name[dt],
-                  impl_name[impl], err, dt_tol[dt]);
+                  impl_name[impl], err, tol);
             CHECK(guard_ok, "W=%d hd=%d %s %s: write outside the output", c->W, c->head_dim, dt_name[dt],
                   impl_name[impl]);
             n_runs++;
@@ -352,8 +362,8 @@ static void bench(const char *name, int B, int res, int W, int C, int heads, int
     cudaEvent_t e0, e1;
     CUDA_OK(cudaEventCreate(&e0));
     CUDA_OK(cudaEventCreate(&e1));
-    float med[2] = {0, 0};
-    for (int impl = 0; impl < 2; impl++) {
+    float med[3] = {0, 0, 0};
+    for (int impl = 0; impl < (dt == SWIN_DT_F32 ? 3 : 2); impl++) {
         float t[20];
         swin_status s = SWIN_OK;
         for (int it = 0; it < 20 && s == SWIN_OK; it++) {
@@ -377,6 +387,9 @@ static void bench(const char *name, int B, int res, int W, int C, int heads, int
     printf("bench %-22s B=%-3d res=%-2d W=%d C=%-3d heads=%-2d shift=%d v%d %-4s: fused %.4f ms (%.0f GB/s) "
            "unfused %.4f ms, speedup %.1fx\n", name, B, res, W, C, heads, shift, version, dt_name[dt], med[0],
            gb / (med[0] * 1e-3), med[1], med[1] / med[0]);
+    if (dt == SWIN_DT_F32)
+        printf("bench %-22s %-4s: tf32 %.4f ms (%.0f GB/s), %.1fx the fp32 fused kernel\n", name, dt_name[dt], med[2],
+               gb / (med[2] * 1e-3), med[0] / med[2]);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     cudaFree(d_qkv), cudaFree(d_out), cudaFree(d_bias), cudaFree(d_scale), cudaFree(d_ws);
@@ -430,6 +443,7 @@ int main(int argc, char **argv) {
         bench("swin-t stage2", 64, 14, 7, 384, 12, 3, 1, SWIN_DT_F16, cub, st);
         bench("swin-t stage0", 64, 56, 7, 96, 3, 3, 1, SWIN_DT_BF16, cub, st);
         bench("swin-t stage0", 64, 56, 7, 96, 3, 3, 1, SWIN_DT_F32, cub, st);
+        bench("swinv2-t stage0", 64, 64, 8, 96, 3, 4, 2, SWIN_DT_F32, cub, st);
         bench("swinv2-t stage0", 64, 64, 8, 96, 3, 4, 2, SWIN_DT_F16, cub, st);
         bench("swin-t stage0 b256", 256, 56, 7, 96, 3, 3, 1, SWIN_DT_F16, cub, st);
     }

@@ -98,11 +98,12 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
 
 // ---- transformer blocks
 
-/* tok [B*nW, N, C] <- window attention of qkv */
+/* tok [B*nW, N, C] <- window attention of qkv; fused in tf32: on the TF32 tensor cores */
 static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d) {
     int unfused = e->opt.attention == SWIN_ATTN_UNFUSED;
-    OP(ATTENTION, "attention", swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt,
-                                             unfused ? SWIN_ATTN_IMPL_UNFUSED : SWIN_ATTN_IMPL_FUSED,
+    swin_attn_impl impl = unfused ? SWIN_ATTN_IMPL_UNFUSED
+                          : e->opt.precision == SWIN_TF32 ? SWIN_ATTN_IMPL_TF32 : SWIN_ATTN_IMPL_FUSED;
+    OP(ATTENTION, "attention", swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt, impl,
                                              e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
                                              e->stream));
     return SWIN_OK;

@@ -1,0 +1,227 @@
+/* attention_tf32.cuh - fused window attention of fp32 data on TF32 tensor cores (precision tf32),
+ * included by attention.cu (SWIN_ATTN_IMPL_TF32).
+ *
+ * One CTA (4 warps) = one (window, head) of a window of at most 64 tokens (Swin's 7x7 and 8x8
+ * windows), head_dim 16, 32, 48 or 64; attention.cu runs anything else on the true-fp32 SIMT
+ * kernel (attention_simt.cuh), which TF32 permits. Q, K and V of the head are copied whole into
+ * shared memory (16-byte cp.async, rows past N zero); a warp owns 16 query rows:
+ *   S = Q K^T   mma.sync m16n8k8 tf32 (operands rounded to TF32 with cvt.rna, fp32 accumulate),
+ *               then scale (V2: cosine), bias, shift mask and pad keys as the fp16 kernel does them;
+ *   softmax     fp32 over the row's keys, all in registers (no online rescaling: 64 keys at most);
+ *   O = P V     P straight from the S registers. An m16n8 accumulator holds keys 2t and 2t+1 of
+ *               its 8 where the A operand of m16n8k8 wants keys t and t+4, so the k index of the
+ *               P V product is permuted instead (k = t <-> key 2t, k = t + 4 <-> key 2t + 1), with
+ *               the V rows read in the same order: the sum over keys does not depend on it.
+ * Fragments are read from shared memory with 32-bit loads; rows are HD + 4 floats apart, which
+ * makes the loads of Q and K (lane = 4 row + column) and of V (rows 2t, 2t+1, column g) hit 32
+ * different banks.
+ * Numerics: TF32 keeps 10 mantissa bits, as fp16 does, so the error is that of the fp16 kernel's
+ * rounded P; the inputs keep fp32's range. Test: tests/test_gpu_attention.c (impl "tf32").
+ */
+#ifndef SWIN_ATTENTION_TF32_CUH
+#define SWIN_ATTENTION_TF32_CUH
+
+#include "attention_common.cuh"
+
+namespace swin_attn {
+
+struct Tf32Tiles {
+    static constexpr int kWarps = 4;    // a warp per 16 query rows
+    static constexpr int kKeys = 64;    // keys (and query rows) of a window, at most
+    static constexpr int kPad = 4;      // row padding in floats: HD + 4 = 4 x odd (conflict-free)
+};
+
+/* head_dims the TF32 kernel is built for (head_dim == HD exactly) */
+__host__ __device__ constexpr bool tf32_width(int hd) { return hd == 16 || hd == 32 || hd == 48 || hd == 64; }
+
+/* shared-memory layout (bytes): Q, K, V [64][HD + 4] floats, kinfo [64], 1/|k| [64], bias [nb] */
+struct Tf32Smem {
+    int q, k, v, kinfo, rk, bias, total;
+    __host__ __device__ Tf32Smem(int hd, int nb) {
+        const int mat = Tf32Tiles::kKeys * (hd + Tf32Tiles::kPad) * 4;
+        q = 0;
+        k = q + mat;
+        v = k + mat;
+        kinfo = v + mat;
+        rk = kinfo + Tf32Tiles::kKeys * 4;
+        bias = rk + Tf32Tiles::kKeys * 4;
+        total = bias + nb * 4;
+    }
+};
+
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* d[4] += a[4] (16x8, row) * b (8x8, col): TF32 operands, fp32 accumulate */
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int HD>
+__global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
+    constexpr int LD = HD + Tf32Tiles::kPad, NT = Tf32Tiles::kKeys / 8, CPR = HD / 4, nthr = Tf32Tiles::kWarps * 32;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    const Tf32Smem L(HD, g.nb);
+    float *qs = reinterpret_cast<float *>(smem + L.q), *ks = reinterpret_cast<float *>(smem + L.k);
+    float *vs = reinterpret_cast<float *>(smem + L.v), *rk = reinterpret_cast<float *>(smem + L.rk);
+    float *bias = reinterpret_cast<float *>(smem + L.bias);
+    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
+    const int h = blockIdx.x % g.heads, w = blockIdx.x / g.heads;
+    int wy, wx;
+    window_pos(g, w, &wy, &wx);
+
+    /* q, k, v rows of the head (rows >= N zero-filled, so that pad keys' P (0) x V stays 0) */
+    const size_t ldg = (size_t)3 * g.C;
+    const float *src = a.qkv + (size_t)w * g.N * ldg + (size_t)h * HD;
+    for (int i = tid; i < 3 * Tf32Tiles::kKeys * CPR; i += nthr) {
+        const int m = i / (Tf32Tiles::kKeys * CPR), r = (i / CPR) % Tf32Tiles::kKeys, c = (i % CPR) * 4;
+        const bool ok = r < g.N;
+        float *dst = (m == 0 ? qs : m == 1 ? ks : vs) + r * LD + c;
+        cp_async16(dst, src + (size_t)(ok ? r : 0) * ldg + m * g.C + c, ok);
+    }
+    cp_async_commit();
+    stage_tables(kinfo, Tf32Tiles::kKeys, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
+    cp_async_wait_all();
+    __syncthreads();
+    if (a.v2) {   /* 1 / max(|k|, 1e-12) of every key row, in fp32 */
+        for (int j = tid; j < Tf32Tiles::kKeys; j += nthr) {
+            float ss = 0.f;
+#pragma unroll
+            for (int c = 0; c < HD; c++) ss = fmaf(ks[j * LD + c], ks[j * LD + c], ss);
+            rk[j] = 1.0f / fmaxf(sqrtf(ss), 1e-12f);
+        }
+        __syncthreads();
+    }
+    const int r0 = warp * 16;
+    if (r0 >= g.N) return;   /* no barrier below */
+
+    /* Q A-fragments and the rows' scale (V2: / |q|), bias base and region */
+    uint32_t qa[HD / 8][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 8; kk++) {
+        const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
+        qa[kk][0] = to_tf32(p[0]);
+        qa[kk][1] = to_tf32(p[8 * LD]);
+        qa[kk][2] = to_tf32(p[4]);
+        qa[kk][3] = to_tf32(p[8 * LD + 4]);
+    }
+    float sc[2];
+    int qb[2], qr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r0 + gq + 8 * r;
+        float rq = 1.f;
+        if (a.v2) {
+            float ss = 0.f;
+#pragma unroll
+            for (int c = 0; c < HD; c++) ss = fmaf(qs[row * LD + c], qs[row * LD + c], ss);
+            rq = 1.0f / fmaxf(sqrtf(ss), 1e-12f);
+        }
+        sc[r] = __ldg(a.scale + h) * kLog2e * rq;
+        const int info = kinfo[row];   // rows past N read as token 0; never stored
+        qb[r] = info_qbase(g, info);
+        qr[r] = info_region(info);
+    }
+
+    /* S = Q K^T for the key tiles that hold keys < N (uniform) */
+    const int nkt = (g.N + 7) / 8;
+    float s[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        if (n < nkt) {
+#pragma unroll
+            for (int kk = 0; kk < HD / 8; kk++) {
+                const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
+                mma_tf32(s[n], qa[kk], to_tf32(p[0]), to_tf32(p[4]));
+            }
+        }
+    }
+
+    /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; then the row max */
+    const bool masked = window_masked(g, wy, wx);
+    const float mask = kMask * kLog2e;
+    const float *br0 = bias + qb[0], *br1 = bias + qb[1];
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        const int j = n * 8 + 2 * t4;
+        if (n < nkt) {
+            const int k0 = kinfo[j], k1 = kinfo[j + 1];
+            if (a.v2) {
+                const float q0 = rk[j], q1 = rk[j + 1];
+                s[n][0] *= q0, s[n][1] *= q1, s[n][2] *= q0, s[n][3] *= q1;
+            }
+            s[n][0] = fmaf(s[n][0], sc[0], br0[-info_koff(k0)]);
+            s[n][1] = fmaf(s[n][1], sc[0], br0[-info_koff(k1)]);
+            s[n][2] = fmaf(s[n][2], sc[1], br1[-info_koff(k0)]);
+            s[n][3] = fmaf(s[n][3], sc[1], br1[-info_koff(k1)]);
+            if (masked) {
+                const int g0 = info_region(k0), g1 = info_region(k1);
+                if (g0 != qr[0]) s[n][0] += mask;
+                if (g1 != qr[0]) s[n][1] += mask;
+                if (g0 != qr[1]) s[n][2] += mask;
+                if (g1 != qr[1]) s[n][3] += mask;
+            }
+            if (j >= g.N) s[n][0] = s[n][2] = -INFINITY;
+            if (j + 1 >= g.N) s[n][1] = s[n][3] = -INFINITY;
+        } else {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
+        }
+        mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+    }
+    float l[2] = {0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {   /* a row's scores live in the 4 lanes of a quad */
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const float p0 = fast_exp2(s[n][2 * r] - mx[r]), p1 = fast_exp2(s[n][2 * r + 1] - mx[r]);
+            s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
+            l[r] += p0 + p1;
+        }
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+
+    /* O = P V, k permuted (above): A = {P[g][2t], P[g+8][2t], P[g][2t+1], P[g+8][2t+1]} of key tile n,
+     * B = {V[8n + 2t][col g], V[8n + 2t + 1][col g]} */
+    float o[HD / 8][4];
+#pragma unroll
+    for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        if (n < nkt) {
+            const uint32_t pa[4] = {to_tf32(s[n][0]), to_tf32(s[n][2]), to_tf32(s[n][1]), to_tf32(s[n][3])};
+            const float *p = vs + (n * 8 + 2 * t4) * LD + gq;
+#pragma unroll
+            for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
+        }
+    }
+
+    /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r0 + gq + 8 * r;
+        if (row >= g.N) continue;
+        const float inv = 1.0f / l[r];
+        float *dst = a.out + ((size_t)w * g.N + row) * g.C + (size_t)h * HD + 2 * t4;
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++)
+            *reinterpret_cast<float2 *>(dst + c * 8) = make_float2(o[c][2 * r] * inv, o[c][2 * r + 1] * inv);
+    }
+}
+
+} // namespace swin_attn
+
+#endif
