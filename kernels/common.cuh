@@ -5,6 +5,7 @@
  *                           swin_cuda_debug_sync is set (SWIN_CUDA_SYNC=1) to pin async faults
  * load_f / store_f          read/write one element of the session dtype as float
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
+ * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_device_sms           the current GPU's multiprocessor count
  */
 #ifndef SWIN_COMMON_CUH
@@ -12,6 +13,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "check.h"
@@ -34,6 +36,11 @@ __device__ __forceinline__ void store_f(__half *p, size_t i, float v) { p[i] = _
 __device__ __forceinline__ void store_f(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 /* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
+/* the hardware conversion with __NV_SATFINITE: nearest even, +-448 at most, NaN stays NaN */
+__device__ __forceinline__ unsigned char swin_e4m3(float v) {
+    return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+
 __device__ __forceinline__ float swin_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 static inline swin_status swin_device_sms(int *sms) {

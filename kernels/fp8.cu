@@ -11,13 +11,9 @@
  * NaN stays NaN), which src/fp8.c reproduces on the CPU bit for bit.
  * Test: tests/test_gpu_kernels.c (case "fp8"), tests/test_gpu_engine.c (fp8 against the CPU emulation).
  */
-#include <cuda_fp8.h>
-
 #include "row.cuh"
 
-static __device__ __forceinline__ unsigned char e4m3(float v) {
-    return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
-}
+static __device__ __forceinline__ unsigned char e4m3(float v) { return swin_e4m3(v); }
 
 static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
     __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)q, __NV_E4M3);
@@ -59,7 +55,8 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
     return SWIN_OK;
 }
 
-// ---- quantise (optionally after GELU): 8 elements per thread when the pointers allow
+// ---- quantise (optionally after GELU): 8 elements per thread when the pointers allow (the row
+// kernels of row.cuh do the same for the sites whose input they write: swin_q8_dst)
 
 template <typename T, int V, bool Gelu>
 static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *__restrict__ x, size_t packs,

@@ -13,6 +13,7 @@
 template <typename T, bool Acc> struct ln_map {   /* out[r] (+)= LN(in[r]); without Acc out may alias in */
     static constexpr bool kAccumulate = Acc;
     static constexpr bool kAddThenNorm = false;
+    static constexpr bool kQ8 = false;
     const T *in;
     T *out;
     int C;

@@ -42,17 +42,30 @@ swin_status swin_layernorm_residual_cuda(void *x, const void *y, const float *ln
 swin_status swin_ln_pool_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
                               int B, int L, int C, float eps, swin_dtype dt, cudaStream_t st);
 
+/* The E4M3 input of an FP8 site, written by the op whose output the site reads instead of by a
+ * quantising pass of its own: q = e4m3(out * inv) of the output as stored in the 16-bit dtype
+ * (bit for bit what swin_quantize_fp8_cuda of that output gives), in the output's [rows, C]
+ * layout, q 8-byte aligned; keep16 = 0: the 16-bit output is not written (its only reader was the
+ * quantisation). NULL: no E4M3 copy. */
+typedef struct {
+    uint8_t *q;
+    float inv;
+    int keep16;
+} swin_q8_dst;
+
 /* ---- window layout (kernels/window.cu); ln_w == NULL means no norm. Any swin_dims geometry
- * (padding tokens: zero rows in win, dropped on the way back), as the CPU counterparts. */
+ * (padding tokens: zero rows in win, and in q8, dropped on the way back), as the CPU
+ * counterparts. q8: the E4M3 copy of win (partition), of x (reverse), of out (reverse_ln). */
 swin_status swin_ln_shift_partition_cuda(void *win, const void *x, const float *ln_w, const float *ln_b,
-                                         const swin_dims *d, swin_dtype dt, cudaStream_t st);
+                                         const swin_dims *d, const swin_q8_dst *q8, swin_dtype dt,
+                                         cudaStream_t st);
 swin_status swin_window_reverse_residual_cuda(void *x, const void *win, const float *ln_w,
-                                              const float *ln_b, const swin_dims *d, swin_dtype dt,
-                                              cudaStream_t st);
+                                              const float *ln_b, const swin_dims *d, const swin_q8_dst *q8,
+                                              swin_dtype dt, cudaStream_t st);
 /* x += roll(reverse(win), +shift); out = LN(x) (V1: attention residual then norm2, one pass) */
 swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, const void *win, const float *ln_w,
-                                                 const float *ln_b, const swin_dims *d, swin_dtype dt,
-                                                 cudaStream_t st);
+                                                 const float *ln_b, const swin_dims *d, const swin_q8_dst *q8,
+                                                 swin_dtype dt, cudaStream_t st);
 
 /* ---- patch embedding and merging (kernels/patch.cu) */
 /* img is fp32 [B,3,H,W]; cols [B*gh*gw, 3*p*p] in dt; pixels outside the image read as 0 */

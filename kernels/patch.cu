@@ -103,6 +103,7 @@ static swin_status add_pos_launch(T *x, const T *pos, int B, int L, int C, cudaS
 template <typename T> struct merge_map {
     static constexpr bool kAccumulate = false;
     static constexpr bool kAddThenNorm = false;
+    static constexpr bool kQ8 = false;
     const T *x;
     T *out;
     int H, W, C;   /* output grid ceil(H/2) x ceil(W/2): an odd grid's last row / column pads with zeros */

@@ -14,6 +14,9 @@
  *                __device__ bool zero(int row, int e) const;        // source pack at e reads as zeros
  *                __device__ const T *src(int row, int e) const;     // element e of source row
  *                __device__ T *dst(int row, int e) const; };        // element e of destination row
+ * A map with kQ8 also carries a swin_q8_dst q8 (ops.h) and size_t oidx(row, e), the output
+ * element's index (out's for kAddThenNorm, else dst's): the final store then also writes (or with
+ * keep16 = 0 only writes) the E4M3 copy q8.q[oidx] of the value as stored.
  * src/dst are only asked for e a multiple of V, and a pack never straddles a segment of the row
  * (the launcher only vectorises when C % V == 0 and every base pointer is 16-byte aligned).
  * Tests: tests/test_gpu_kernels.c (every op built on this header, every dtype, odd C).
@@ -55,6 +58,36 @@ __device__ __forceinline__ float round_as(float v) {
     T t[1];
     store_f(t, 0, v);
     return load_f(t, 0);
+}
+
+/* E4M3 bytes of a pack as T stores it, times inv (swin_q8_dst); q aligned to V bytes */
+template <typename T, int V>
+__device__ __forceinline__ void q8_store(unsigned char *q, const float (&v)[V], float inv) {
+    unsigned o[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) o[k] = swin_e4m3(round_as<T>(v[k]) * inv);
+    if constexpr (V == 8) {
+        *reinterpret_cast<uint2 *>(q) = make_uint2(o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24,
+                                                   o[4] | o[5] << 8 | o[6] << 16 | o[7] << 24);
+    } else if constexpr (V == 4) {
+        *reinterpret_cast<unsigned *>(q) = o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) q[k] = (unsigned char)o[k];
+    }
+}
+
+/* the final store of a pack of row `row` at element e: p (the 16-bit output), and the E4M3 copy
+ * where the map has one */
+template <typename T, int V, class Map>
+__device__ __forceinline__ void row_store(const Map &map, int row, int e, T *p, const float (&v)[V]) {
+    if constexpr (Map::kQ8) {
+        if (map.q8.q) {
+            q8_store<T, V>(map.q8.q + map.oidx(row, e), v, map.q8.inv);
+            if (!map.q8.keep16) return;
+        }
+    }
+    pack_store<T, V>(p, v);
 }
 
 static inline int swin_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -191,13 +224,13 @@ row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b,
         const int e = (lane + LPR * i) * V;
         if (e >= C) continue;
         if constexpr (Map::kAddThenNorm) {
-            pack_store<T, V>(map.out(row, e), x[i]);
+            row_store<T, V>(map, row, e, map.out(row, e), x[i]);
         } else {
             if constexpr (Map::kAccumulate) {
 #pragma unroll
                 for (int k = 0; k < V; k++) x[i][k] += y[i][k];
             }
-            pack_store<T, V>(map.dst(row, e), x[i]);
+            row_store<T, V>(map, row, e, map.dst(row, e), x[i]);
         }
     }
 }
@@ -285,7 +318,7 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
         if (w)
             for (int k = 0; k < V; k++) v[k] = (v[k] - mean) * rstd * __ldg(w + e + k) + __ldg(b + e + k);
         if constexpr (Map::kAddThenNorm) {
-            pack_store<T, V>(map.out(row, e), v);
+            row_store<T, V>(map, row, e, map.out(row, e), v);
         } else {
             T *p = map.dst(row, e);
             if constexpr (Map::kAccumulate) {
@@ -293,7 +326,7 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
                 pack_load<T, V>(y, p);
                 for (int k = 0; k < V; k++) v[k] += y[k];
             }
-            pack_store<T, V>(p, v);
+            row_store<T, V>(map, row, e, p, v);
         }
     }
 }

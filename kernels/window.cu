@@ -5,7 +5,9 @@
  *                                        (V1: the attention residual, then norm2)
  * Both are the generic row kernel of row.cuh with a token gather/scatter map; the index map is
  * token_src() of src/layers_cpu.c (window (b, wy, wx) row-major, token (ty, tx) row-major; the
- * reverse roll is the same map used as a scatter). Any geometry of swin_dims: non-square grids and
+ * reverse roll is the same map used as a scatter). Each can also write its output's E4M3 copy
+ * for the FP8 site that reads it (swin_q8_dst, ops.h: V1's qkv and fc1 inputs, V2's qkv and fc1
+ * inputs), so that the site needs no quantising pass. Any geometry of swin_dims: non-square grids and
  * windows, a shift per dimension, grids padded to multiples of the window in timm's or
  * transformers' order. Window rows that are padding tokens are skipped by the row kernel (the
  * partition zeroes them first with a memset; the reverse drops them).
@@ -80,39 +82,63 @@ __device__ __forceinline__ bool pad_row(const win_geom &g, int r) { return g.pad
 template <typename T> struct partition_map {   /* win[r] = LN?(x[token_src(r)]); padding rows: zeroed before */
     static constexpr bool kAccumulate = false;
     static constexpr bool kAddThenNorm = false;
+    static constexpr bool kQ8 = false;
     const T *x;
     T *win;
     win_geom g;
     __device__ bool skip(int r) const { return pad_row(g, r); }
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return x + token_src(g, r) * g.C + e; }
+    __device__ size_t oidx(int r, int e) const { return (size_t)r * g.C + e; }
     __device__ T *dst(int r, int e) const { return win + (size_t)r * g.C + e; }
 };
 
 template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]); padding rows dropped */
     static constexpr bool kAccumulate = true;
     static constexpr bool kAddThenNorm = false;
+    static constexpr bool kQ8 = false;
     const T *win;
     T *x;
     win_geom g;
     __device__ bool skip(int r) const { return pad_row(g, r); }
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
+    __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
     __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
 };
 
 template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x[t]), t = token_src(r) */
     static constexpr bool kAccumulate = true;
     static constexpr bool kAddThenNorm = true;
+    static constexpr bool kQ8 = false;
     const T *win;
     T *x, *o;
     win_geom g;
     __device__ bool skip(int r) const { return pad_row(g, r); }
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
+    __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
     __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
     __device__ T *out(int r, int e) const { return o + token_src(g, r) * g.C + e; }
 };
+
+/* M whose output also goes to an E4M3 copy (row.cuh: kQ8); the maps above stay as they were, so
+ * an op without a copy runs the same kernel as before the copies existed */
+template <class M> struct q8_map : M {
+    static constexpr bool kQ8 = true;
+    swin_q8_dst q8;
+};
+
+/* launch the row kernel over map m, or over m with the E4M3 copy q when q.q is set */
+template <typename T, class M>
+static swin_status launch_rows(const char *name, const M &m, const swin_q8_dst &q, int vec_ok, const float *ln_w,
+                               const float *ln_b, int rows, int C, float eps, cudaStream_t st) {
+    if (!q.q) return swin_row_ln_launch<T>(name, m, vec_ok, ln_w, ln_b, rows, C, eps, st);
+    q8_map<M> mq;
+    static_cast<M &>(mq) = m;
+    mq.q8 = q;
+    return swin_row_ln_launch<T>(name, mq, vec_ok, ln_w, ln_b, rows, C, eps, st);
+}
 
 // ---- op entries
 
@@ -161,6 +187,19 @@ static swin_status check_dims(const char *op, const swin_dims *d, swin_dtype dt,
     return SWIN_OK;
 }
 
+/* the E4M3 copy: none (q8 NULL or q8->q NULL), or an 8-byte aligned buffer and a positive finite
+ * 1 / scale; *out the copy for the map (q NULL for none) */
+static swin_status check_q8(const char *op, const swin_q8_dst *q8, swin_q8_dst *out) {
+    *out = swin_q8_dst{NULL, 0.0f, 1};
+    if (!q8 || !q8->q) return SWIN_OK;
+    if ((uintptr_t)q8->q % 8)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the E4M3 output (%p) is not 8-byte aligned", op, (void *)q8->q);
+    if (!(q8->inv > 0.0f) || isinf(q8->inv))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: 1 / scale of the E4M3 output is %g", op, (double)q8->inv);
+    *out = *q8;
+    return SWIN_OK;
+}
+
 /* check_dims, plus the window buffer, the token buffer x (distinct) and the LayerNorm pair */
 static swin_status check_args(const char *op, const swin_dims *d, swin_dtype dt, win_geom *g, int *rows,
                               const void *win, const void *x, const float *ln_w, const float *ln_b,
@@ -175,54 +214,61 @@ static swin_status check_args(const char *op, const swin_dims *d, swin_dtype dt,
 
 extern "C" swin_status swin_ln_shift_partition_cuda(void *win, const void *x, const float *ln_w,
                                                     const float *ln_b, const swin_dims *d,
-                                                    swin_dtype dt, cudaStream_t st) {
+                                                    const swin_q8_dst *q8, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_ln_shift_partition_cuda";
     win_geom g;
     int rows;
+    swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 1));
+    SWIN_TRY(check_q8(op, q8, &q));
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
-    if (g.padded)   /* padding tokens are zeros (not LN(0)); the kernel skips their rows */
-        SWIN_CUDA_TRY(cudaMemsetAsync(win, 0, (size_t)rows * d->C * swin_dtype_size(dt), st));
+    if (g.padded) {   /* padding tokens are zeros (not LN(0)); the kernel skips their rows */
+        if (!q.q || q.keep16) SWIN_CUDA_TRY(cudaMemsetAsync(win, 0, (size_t)rows * d->C * swin_dtype_size(dt), st));
+        if (q.q) SWIN_CUDA_TRY(cudaMemsetAsync(q.q, 0, (size_t)rows * d->C, st));   /* e4m3(0) */
+    }
     SWIN_DISPATCH(dt, T, {
         partition_map<T> m = {(const T *)x, (T *)win, g};
-        return swin_row_ln_launch<T>("ln_shift_partition_kernel", m, vec_ok, ln_w, ln_b, rows, d->C,
-                                     d->eps, st);
+        return launch_rows<T>("ln_shift_partition_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
 }
 
 extern "C" swin_status swin_window_reverse_residual_cuda(void *x, const void *win, const float *ln_w,
                                                          const float *ln_b, const swin_dims *d,
-                                                         swin_dtype dt, cudaStream_t st) {
+                                                         const swin_q8_dst *q8, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_window_reverse_residual_cuda";
     win_geom g;
     int rows;
+    swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 1));
+    SWIN_TRY(check_q8(op, q8, &q));
+    q.keep16 = 1;   /* x is the residual stream */
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
     SWIN_DISPATCH(dt, T, {
         reverse_map<T> m = {(const T *)win, (T *)x, g};
-        return swin_row_ln_launch<T>("window_reverse_residual_kernel", m, vec_ok, ln_w, ln_b, rows,
-                                     d->C, d->eps, st);
+        return launch_rows<T>("window_reverse_residual_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
 }
 
 extern "C" swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, const void *win,
                                                             const float *ln_w, const float *ln_b,
-                                                            const swin_dims *d, swin_dtype dt,
-                                                            cudaStream_t st) {
+                                                            const swin_dims *d, const swin_q8_dst *q8,
+                                                            swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_window_reverse_residual_ln_cuda";
     win_geom g;
     int rows;
+    swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 0));
+    SWIN_TRY(check_q8(op, q8, &q));
     SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
     if (out == win || out == x)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, out and win must be three different buffers", op);
     int vec_ok = swin_aligned16(win) && swin_aligned16(x) && swin_aligned16(out);
     SWIN_DISPATCH(dt, T, {
         reverse_ln_map<T> m = {(const T *)win, (T *)x, (T *)out, g};
-        return swin_row_ln_launch<T>("window_reverse_residual_ln_kernel", m, vec_ok, ln_w, ln_b, rows,
-                                     d->C, d->eps, st);
+        return launch_rows<T>("window_reverse_residual_ln_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps,
+                              st);
     });
     return SWIN_OK;
 }

@@ -201,8 +201,8 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_LN_INPLACE: st = swin_layernorm_cuda(da.p, da.p, dlw.p, dlb.p, rows, c->C, d.eps, sdt, 0); res_buf = &da; break;
     case OP_LN_RES: st = swin_layernorm_residual_cuda(db.p, da.p, dlw.p, dlb.p, rows, c->C, d.eps, sdt, 0); res_buf = &db; break;
     case OP_LN_POOL: st = swin_ln_pool_cuda(dout.p, da.p, dlw.p, dlb.p, c->B, L, c->C, d.eps, sdt, 0); break;
-    case OP_PARTITION: st = swin_ln_shift_partition_cuda(dout.p, da.p, w, bb, &d, sdt, 0); break;
-    case OP_REVERSE: st = swin_window_reverse_residual_cuda(db.p, da.p, w, bb, &d, sdt, 0); res_buf = &db; break;
+    case OP_PARTITION: st = swin_ln_shift_partition_cuda(dout.p, da.p, w, bb, &d, NULL, sdt, 0); break;
+    case OP_REVERSE: st = swin_window_reverse_residual_cuda(db.p, da.p, w, bb, &d, NULL, sdt, 0); res_buf = &db; break;
     case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->res, c->C, d.eps, sdt, 0); break;
     case OP_IM2COL:
         st = swin_im2col_patch_cuda(dout.p, da.p, c->B, c->res, c->res, c->window, c->res / c->window,
@@ -211,7 +211,7 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_ADD_POS: st = swin_add_pos_cuda(da.p, db.p, c->B, L, c->C, sdt, 0); res_buf = &da; break;
     case OP_GELU: st = swin_gelu_cuda(da.p, c->ln ? db.p : NULL, na, sdt, 0); res_buf = &da; break;
     case OP_CONVERT: st = swin_convert_cuda(dout.p, (swin_dtype)dt2, da.p, sdt, na, 0); break;
-    case OP_REVERSE_LN: st = swin_window_reverse_residual_ln_cuda(db.p, dout.p, da.p, dlw.p, dlb.p, &d, sdt, 0); break;
+    case OP_REVERSE_LN: st = swin_window_reverse_residual_ln_cuda(db.p, dout.p, da.p, dlw.p, dlb.p, &d, NULL, sdt, 0); break;
     }
     int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
     ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the launch", name);
@@ -232,14 +232,21 @@ static void run_case(const kcase *c, int dt, int dt2) {
 
 // ---- window layout of non-square and padded geometries, both libraries' orders
 
-/* partition (LN or not), reverse (LN or not) and reverse + LN of one geometry in dtype dt against
- * the CPU reference: {res_h, res_w, win_h, win_w, shift_h, shift_w, pad_first}; the padded grid is
- * the grid rounded up to the window. The partition output's padding rows must be exactly zero. */
-static void window_geometry_case(const int *g, int dt) {
+/* the dims of geometry g {res_h, res_w, win_h, win_w, shift_h, shift_w, pad_first}: batch 2, one
+ * head of 24 channels */
+static swin_dims geometry_dims(const int *g) {
     swin_dims d = swin_dims_square(2, g[0], 24, 1, 24, g[2], g[4], 1, 1e-5f);
     d.res_w = g[1], d.win_w = g[3], d.shift_w = g[5], d.pad_first = g[6];
     d.hp = (g[0] + g[2] - 1) / g[2] * g[2];
     d.wp = (g[1] + g[3] - 1) / g[3] * g[3];
+    return d;
+}
+
+/* partition (LN or not), reverse (LN or not) and reverse + LN of one geometry in dtype dt against
+ * the CPU reference: {res_h, res_w, win_h, win_w, shift_h, shift_w, pad_first}; the padded grid is
+ * the grid rounded up to the window. The partition output's padding rows must be exactly zero. */
+static void window_geometry_case(const int *g, int dt) {
+    swin_dims d = geometry_dims(g);
     size_t nx = (size_t)d.B * d.res_h * d.res_w * d.C, nwin = (size_t)d.B * d.hp * d.wp * d.C;
     float *x = malloc(nx * 4), *win = malloc(nwin * 4), *ref = malloc((nx > nwin ? nx : nwin) * 4);
     float *ref_x = malloc(nx * 4), *got = malloc((nx > nwin ? nx : nwin) * 4);
@@ -266,13 +273,13 @@ static void window_geometry_case(const int *g, int dt) {
             swin_ln_shift_partition_cpu(ref, x, with_ln ? &ln : NULL, &d);
             tg_upload(&dx, x), tg_poison(&dout);
             dout.n = nwin;
-            st = swin_ln_shift_partition_cuda(dout.p, dx.p, w, b, &d, sdt, 0);
+            st = swin_ln_shift_partition_cuda(dout.p, dx.p, w, b, &d, NULL, sdt, 0);
         } else if (op < 4) {   /* x += reverse(LN?(win)) */
             no = nx;
             memcpy(ref, x, nx * 4);
             swin_window_reverse_residual_cpu(ref, win, with_ln ? &ln : NULL, &d);
             tg_upload(&dx, x), tg_upload(&dwin, win);
-            st = swin_window_reverse_residual_cuda(dx.p, dwin.p, w, b, &d, sdt, 0);
+            st = swin_window_reverse_residual_cuda(dx.p, dwin.p, w, b, &d, NULL, sdt, 0);
         } else {   /* x += reverse(win); out = LN(x) */
             no = nx;
             memcpy(ref_x, x, nx * 4);
@@ -281,7 +288,7 @@ static void window_geometry_case(const int *g, int dt) {
             swin_layernorm_cpu(ref, ref_x, &ln, d.B * d.res_h * d.res_w, d.C, d.eps);
             tg_upload(&dx, x), tg_upload(&dwin, win), tg_poison(&dout);
             dout.n = nx;
-            st = swin_window_reverse_residual_ln_cuda(dx.p, dout.p, dwin.p, dlw.p, dlb.p, &d, sdt, 0);
+            st = swin_window_reverse_residual_ln_cuda(dx.p, dout.p, dwin.p, dlw.p, dlb.p, &d, NULL, sdt, 0);
         }
         if (exact || op == 2 || op == 3) tu_round_to(ref, no, dt);
         int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
@@ -312,6 +319,90 @@ static void window_geometry(int quick) {
     for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
         for (int dt = 0; dt < 3; dt++)
             if (!quick || i == 5) window_geometry_case(G[i], dt);
+}
+
+// ---- E4M3 copies written by the window ops (swin_q8_dst): bit for bit the quantising pass
+
+/* bytes of a device buffer */
+static unsigned char *bytes_of(const void *d, size_t n) {
+    unsigned char *h = malloc(n ? n : 1);
+    cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);
+    return h;
+}
+
+/* op 0 partition+LN, 1 partition, 2 reverse+LN (q8 of x), 3 reverse then LN (q8 of out) on geometry
+ * g in dtype dt: run without the copy, quantise its 16-bit output with swin_quantize_fp8_cuda, then
+ * run with the copy (keep16 1, then 0) from the same inputs: the copy must equal those bytes, the
+ * 16-bit output must be the same with keep16 and untouched (still poisoned) without. The scale
+ * makes the largest inputs saturate at 448. */
+static void q8_case(const int *g, int dt) {
+    swin_dims d = geometry_dims(g);
+    size_t nx = (size_t)d.B * d.res_h * d.res_w * d.C, nwin = (size_t)d.B * d.hp * d.wp * d.C;
+    size_t nmax = nx > nwin ? nx : nwin;
+    float *x = malloc(nx * 4), *win = malloc(nwin * 4), *lw = malloc(d.C * 4), *lb = malloc(d.C * 4);
+    float *out1 = malloc(nmax * 4), *out2 = malloc(nmax * 4);
+    tu_fill(x, nx, -1.0f, 3.0f), tu_round_to(x, nx, dt);
+    tu_fill(win, nwin, -2.0f, 2.0f), tu_round_to(win, nwin, dt);
+    tu_fill(lw, d.C, 0.5f, 1.5f), tu_fill(lb, d.C, -0.5f, 0.5f);
+    tg_buf dx = tg_alloc(nx, dt), dwin = tg_alloc(nwin, dt), dout = tg_alloc(nmax, dt);
+    tg_buf dlw = tg_alloc(d.C, 0), dlb = tg_alloc(d.C, 0);
+    tg_upload(&dlw, lw), tg_upload(&dlb, lb);
+    unsigned char *dq = NULL, *dref = NULL;
+    cudaMalloc((void **)&dq, nmax), cudaMalloc((void **)&dref, nmax);
+    const float inv = 100.0f;
+    swin_dtype sdt = (swin_dtype)dt;
+    static const char *opn[] = {"partition+ln", "partition", "reverse+ln", "reverse_ln"};
+    for (int op = 0; op < 4; op++) {
+        char name[160];
+        snprintf(name, sizeof name, "q8 %s %s %dx%d W%dx%d s%dx%d %s", opn[op], tg_dt_name[dt], g[0], g[1], g[2],
+                 g[3], g[4], g[5], g[6] ? "hf" : "timm");
+        const size_t n = op < 2 ? nwin : nx;
+        tg_buf *o16 = op == 2 ? &dx : &dout;   /* the output the copy is of */
+        for (int pass = 0; pass < 3; pass++) {   /* no copy, copy + 16-bit, copy only */
+            swin_q8_dst q = {dq, inv, pass == 1};
+            const swin_q8_dst *qp = pass ? &q : NULL;
+            tg_upload(&dx, x), tg_upload(&dwin, win), tg_poison(&dout);
+            cudaMemset(dq, 0xFF, nmax);
+            swin_status st;
+            if (op < 2)
+                st = swin_ln_shift_partition_cuda(dout.p, dx.p, op == 0 ? dlw.p : NULL, op == 0 ? dlb.p : NULL, &d, qp,
+                                                  sdt, 0);
+            else if (op == 2)
+                st = swin_window_reverse_residual_cuda(dx.p, dwin.p, dlw.p, dlb.p, &d, qp, sdt, 0);
+            else
+                st = swin_window_reverse_residual_ln_cuda(dx.p, dout.p, dwin.p, dlw.p, dlb.p, &d, qp, sdt, 0);
+            if (!CHECK(st == SWIN_OK && tg_sync_ok(name), "%s pass %d: %s", name, pass, swin_last_error())) break;
+            size_t keep = o16->n;
+            o16->n = n;
+            if (pass == 0) {
+                tg_download(o16, out1);
+                st = swin_quantize_fp8_cuda(dref, o16->p, n, inv, sdt, 0);
+                CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: quantize: %s", name, swin_last_error());
+            } else {
+                tg_download(o16, out2);
+                unsigned char *a = bytes_of(dq, n), *b = bytes_of(dref, n);
+                size_t bad = 0, first = 0;
+                for (size_t i = 0; i < n; i++)
+                    if (a[i] != b[i] && !bad++) first = i;
+                CHECK(bad == 0, "%s keep16 %d: %zu of %zu E4M3 bytes differ from the quantising pass (first at %zu: "
+                      "0x%02x, expected 0x%02x)", name, pass == 1, bad, n, first, a[first], b[first]);
+                size_t diff = 0;
+                for (size_t i = 0; i < n; i++) {
+                    int same = memcmp(&out1[i], &out2[i], 4) == 0;
+                    if (pass == 1 || op == 2 ? !same : !isnan(out2[i])) diff++;
+                }
+                CHECK(diff == 0, "%s keep16 %d: %zu 16-bit values %s", name, pass == 1, diff,
+                      pass == 1 || op == 2 ? "differ from the run without the copy" : "written (expected none)");
+                free(a), free(b);
+            }
+            o16->n = keep;
+        }
+        printf("ok   %s\n", name);
+    }
+    CHECK(tg_guard_ok(&dx) && tg_guard_ok(&dwin) && tg_guard_ok(&dout), "q8: guard zone overwritten");
+    cudaFree(dq), cudaFree(dref);
+    tg_free(&dx), tg_free(&dwin), tg_free(&dout), tg_free(&dlw), tg_free(&dlb);
+    free(x), free(win), free(lw), free(lb), free(out1), free(out2);
 }
 
 // ---- GELU of 16-bit data: as accurate as PyTorch's fp32-math GELU, on a dense grid
@@ -380,13 +471,13 @@ static void argument_checks(void) {
     expect_arg_error("layernorm bad dtype", swin_layernorm_cuda(y.p, x.p, w, w, 4, 8, 1e-5f, (swin_dtype)7, 0));
     expect_arg_error("layernorm misaligned", swin_layernorm_cuda(y.p, (char *)x.p + 1, w, w, 4, 8, 1e-5f, SWIN_DT_F16, 0));
     bad.win_h = bad.win_w = 6;
-    expect_arg_error("partition res % window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
+    expect_arg_error("partition res % window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, NULL, SWIN_DT_F32, 0));
     bad = d, bad.shift_h = bad.shift_w = 7;
-    expect_arg_error("partition shift >= window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, SWIN_DT_F32, 0));
-    expect_arg_error("reverse NULL dims", swin_window_reverse_residual_cuda(x.p, y.p, NULL, NULL, NULL, SWIN_DT_F32, 0));
-    expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, SWIN_DT_F32, 0));
-    expect_arg_error("reverse_ln no norm", swin_window_reverse_residual_ln_cuda(x.p, y.p, lw.p, NULL, NULL, &d, SWIN_DT_F32, 0));
-    expect_arg_error("reverse_ln out is x", swin_window_reverse_residual_ln_cuda(x.p, x.p, y.p, w, w, &d, SWIN_DT_F32, 0));
+    expect_arg_error("partition shift >= window", swin_ln_shift_partition_cuda(y.p, x.p, NULL, NULL, &bad, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("reverse NULL dims", swin_window_reverse_residual_cuda(x.p, y.p, NULL, NULL, NULL, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("reverse_ln no norm", swin_window_reverse_residual_ln_cuda(x.p, y.p, lw.p, NULL, NULL, &d, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("reverse_ln out is x", swin_window_reverse_residual_ln_cuda(x.p, x.p, y.p, w, w, &d, NULL, SWIN_DT_F32, 0));
     expect_arg_error("merge H 0", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 0, 8, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("im2col grid past the image", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, 4, 2, SWIN_DT_F32, 0));
@@ -414,6 +505,11 @@ int main(int argc, char **argv) {
     }
     window_geometry(quick);
     gelu_ulp_check();
+    {   /* E4M3 copies: a padded shifted timm geometry and an hf one, every dtype */
+        static const int qg[][7] = {{16, 16, 7, 7, 3, 3, 0}, {17, 13, 7, 7, 3, 3, 1}};
+        for (int i = 0; i < 2; i++)
+            for (int dt = 0; dt < 3; dt++) q8_case(qg[i], dt);
+    }
     argument_checks();
     return tu_finish("test_gpu_kernels");
 }

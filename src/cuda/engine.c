@@ -50,6 +50,30 @@ static swin_status quant(swin_engine *e, const void *in, const swin_dlin *w, int
 }
 
 /* a linear layer; an FP8 site reads the input quant() left in e->q8 */
+/* SWIN_FP8_FUSED_QUANT=1 in the environment (read once): the ops before the qkv and fc1 sites
+ * write their E4M3 inputs (q8_for) instead of a quantising pass each. Opt-in until it has run on a
+ * GPU: written and compiled, with its test (test_gpu_kernels, "q8" cases), when the session had no
+ * device time left to run them. */
+static int fused_quant_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_FP8_FUSED_QUANT");
+        on = v && v[0] && strcmp(v, "0") != 0;
+    }
+    return on;
+}
+
+/* The E4M3 input of FP8 site w, written by the op that writes the site's 16-bit input (ops.h
+ * swin_q8_dst; keep16: that op still writes the 16-bit values), when the site runs on the FP8 GEMM
+ * and no calibration records its input; NULL: the 16-bit input goes through quant(). */
+static const swin_q8_dst *q8_for(swin_engine *e, const swin_dlin *w, swin_q8_dst *q, int keep16) {
+    if (!swin_engine_fp8_site(e, w) || !swin_dlin_fp8_gemm(w) || e->recording || !fused_quant_on()) return NULL;
+    q->q = (uint8_t *)e->q8;
+    q->inv = 1.0f / e->scale[w->site];
+    q->keep16 = keep16;
+    return q;
+}
+
 static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dlin *w, const void *residual,
                        int M, int K, int N, swin_act act) {
     if (swin_engine_fp8_site(e, w)) return swin_engine_lin_q(e, out, w, residual, M);
@@ -109,16 +133,17 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
     return SWIN_OK;
 }
 
-/* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown.
+/* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
+ * E4M3 input is already in e->q8 (q8_for).
  * Default (--mlp unfused), fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 /
  * bf16 with --mlp fused: fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu); FP8: fc1
  * in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
-                       int C, int hidden, const char *fc2_name) {
+                       int C, int hidden, int in_q8, const char *fc2_name) {
     const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
     const int fused = e->opt.mlp == SWIN_MLP_FUSED && e->dt != SWIN_DT_F32 && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
-    SWIN_TRY(quant(e, in, &w->fc1, T));
+    if (!in_q8) SWIN_TRY(quant(e, in, &w->fc1, T));
     if (fused) {
         OP(GEMM, "fc1+gelu", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU));
     } else {
@@ -136,28 +161,34 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
  * window, padding tokens included), the MLP over the T image tokens. */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
-    OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
+    swin_q8_dst qa, qb;
+    const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 0);
+    OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, q_qkv, e->dt,
+                                                                  e->stream));
+    if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
     SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
-                                                                          d, e->dt, e->stream));
-    return mlp(e, x, e->tok, w, x, T, C, hidden, "fc2+residual");
+                                                                          d, q_fc1, e->dt, e->stream));
+    return mlp(e, x, e->tok, w, x, T, C, hidden, q_fc1 != NULL, "fc2+residual");
 }
 
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1) */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
-    OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, e->dt, e->stream));
-    SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
+    swin_q8_dst qa, qb;
+    const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 1);
+    OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, q_qkv, e->dt, e->stream));
+    if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
     SWIN_TRY(attention(e, w, d));
     SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
-    OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, e->dt, e->stream));
-    SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, "fc2"));
+    OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
+                                                                        e->dt, e->stream));
+    SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2"));
     OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, T, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
 }
