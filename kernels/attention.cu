@@ -73,26 +73,24 @@ static swin_status device_limits(int *sms, int *smem_optin) {
 
 // ---- launchers
 
+/* a switch in the environment: unset or empty gives dflt, "0" off, anything else on */
+static bool env_on(const char *name, bool dflt) {
+    const char *v = getenv(name);
+    return !v || !v[0] ? dflt : strcmp(v, "0") != 0;
+}
+
 /* SWIN_ATTN_EXACT=1 in the environment: the exact-width kernels where head_dim is one (read once) */
 static bool exact_on() {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_ATTN_EXACT");
-        on = v && v[0] && strcmp(v, "0") != 0;
-    }
-    return on == 1;
+    static const bool on = env_on("SWIN_ATTN_EXACT", false);
+    return on;
 }
 
 /* The 4-warp resident kernels of head_dim <= 32 take the keys 32 at a time (half the S registers:
  * 79 instead of 94, 6 CTAs per SM instead of 5; H200, Swin-T fp16: attention 3% faster at batch
  * 256, end to end 0.5% to 2.6%); SWIN_ATTN_KB64=1 in the environment restores blocks of 64 (read once) */
 static bool kb32_on() {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_ATTN_KB64");
-        on = !(v && v[0] && strcmp(v, "0") != 0);
-    }
-    return on == 1;
+    static const bool on = !env_on("SWIN_ATTN_KB64", false);
+    return on;
 }
 
 template <int HD, typename T, int NW, bool STREAM>
@@ -229,12 +227,8 @@ swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_ta
 
 /* SWIN_ATTN_TF32=0 in the environment: SWIN_ATTN_IMPL_TF32 runs the true-fp32 kernel (read once) */
 static bool tf32_on() {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_ATTN_TF32");
-        on = !(v && strcmp(v, "0") == 0);
-    }
-    return on == 1;
+    static const bool on = env_on("SWIN_ATTN_TF32", true);
+    return on;
 }
 
 /* fp32 data on TF32 tensor cores where attn_tf32_kernel takes the geometry, else the fp32 kernel */

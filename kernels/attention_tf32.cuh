@@ -63,6 +63,15 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* 1 / max(|row|, 1e-12) of an smem row of HD floats (V2's cosine attention) */
+template <int HD>
+__device__ __forceinline__ float inv_norm_f32(const float *row) {
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < HD; c++) ss = fmaf(row[c], row[c], ss);
+    return 1.0f / fmaxf(sqrtf(ss), 1e-12f);
+}
+
 template <int HD>
 __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
     constexpr int LD = HD + Tf32Tiles::kPad, NT = Tf32Tiles::kKeys / 8, CPR = HD / 4, nthr = Tf32Tiles::kWarps * 32;
@@ -92,12 +101,7 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
     cp_async_wait_all();
     __syncthreads();
     if (a.v2) {   /* 1 / max(|k|, 1e-12) of every key row, in fp32 */
-        for (int j = tid; j < Tf32Tiles::kKeys; j += nthr) {
-            float ss = 0.f;
-#pragma unroll
-            for (int c = 0; c < HD; c++) ss = fmaf(ks[j * LD + c], ks[j * LD + c], ss);
-            rk[j] = 1.0f / fmaxf(sqrtf(ss), 1e-12f);
-        }
+        for (int j = tid; j < Tf32Tiles::kKeys; j += nthr) rk[j] = inv_norm_f32<HD>(ks + j * LD);
         __syncthreads();
     }
     const int r0 = warp * 16;
@@ -118,13 +122,7 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = r0 + gq + 8 * r;
-        float rq = 1.f;
-        if (a.v2) {
-            float ss = 0.f;
-#pragma unroll
-            for (int c = 0; c < HD; c++) ss = fmaf(qs[row * LD + c], qs[row * LD + c], ss);
-            rq = 1.0f / fmaxf(sqrtf(ss), 1e-12f);
-        }
+        const float rq = a.v2 ? inv_norm_f32<HD>(qs + row * LD) : 1.f;
         sc[r] = __ldg(a.scale + h) * kLog2e * rq;
         const int info = kinfo[row];   // rows past N read as token 0; never stored
         qb[r] = info_qbase(g, info);

@@ -35,12 +35,12 @@ __device__ __forceinline__ void store_f(float *p, size_t i, float v) { p[i] = v;
 __device__ __forceinline__ void store_f(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void store_f(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
-/* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
 /* the hardware conversion with __NV_SATFINITE: nearest even, +-448 at most, NaN stays NaN */
 __device__ __forceinline__ unsigned char swin_e4m3(float v) {
     return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
 }
 
+/* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
 __device__ __forceinline__ float swin_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 static inline swin_status swin_device_sms(int *sms) {

@@ -7,13 +7,11 @@
  *   swin_fp8_weights_cuda        per output channel: ws[n] = max |w[n,:]| / 448 (1 when 0),
  *                                q = e4m3(w * (1 / ws[n])), from the fp32 weights; deq = dt(q * ws)
  *   swin_scale_vec_cuda          dst[n] = src[n] * s;   swin_fill_cuda  dst[n] = v
- * e4m3() is the hardware conversion with __NV_SATFINITE (round to nearest even, +-448 at most,
- * NaN stays NaN), which src/fp8.c reproduces on the CPU bit for bit.
+ * e4m3() (swin_e4m3, common.cuh) is the hardware conversion with __NV_SATFINITE (round to
+ * nearest even, +-448 at most, NaN stays NaN), which src/fp8.c reproduces on the CPU bit for bit.
  * Test: tests/test_gpu_kernels.c (case "fp8"), tests/test_gpu_engine.c (fp8 against the CPU emulation).
  */
 #include "row.cuh"
-
-static __device__ __forceinline__ unsigned char e4m3(float v) { return swin_e4m3(v); }
 
 static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
     __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)q, __NV_E4M3);
@@ -67,7 +65,7 @@ static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *_
         for (int k = 0; k < V; k++) {
             float a = load_f(x, i * V + k);
             if (Gelu) a = swin_gelu_erf(a);
-            o[k] = e4m3(a * inv);
+            o[k] = swin_e4m3(a * inv);
         }
         if (V == 8) {
             uint2 w;
@@ -121,7 +119,7 @@ static __global__ void qdq_kernel(T *__restrict__ y, const T *__restrict__ x, si
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float a = load_f(x, i);
         if (gelu) a = swin_gelu_erf(a);
-        store_f(y, i, e4m3_to_f(e4m3(a * inv)) * scale);
+        store_f(y, i, e4m3_to_f(swin_e4m3(a * inv)) * scale);
     }
 }
 
@@ -160,7 +158,7 @@ static __global__ void weights_kernel(unsigned char *__restrict__ q, float *__re
     __syncthreads();
     float s = s_scale, inv = 1.0f / s;
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
-        unsigned char v = e4m3(row[k] * inv);
+        unsigned char v = swin_e4m3(row[k] * inv);
         q[(size_t)blockIdx.x * K + k] = v;
         if (deq) store_f(deq, (size_t)blockIdx.x * K + k, e4m3_to_f(v) * s);
     }

@@ -90,7 +90,7 @@ template <typename T> struct partition_map {   /* win[r] = LN?(x[token_src(r)]);
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return x + token_src(g, r) * g.C + e; }
     __device__ size_t oidx(int r, int e) const { return (size_t)r * g.C + e; }
-    __device__ T *dst(int r, int e) const { return win + (size_t)r * g.C + e; }
+    __device__ T *dst(int r, int e) const { return win + oidx(r, e); }
 };
 
 template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]); padding rows dropped */
@@ -104,7 +104,7 @@ template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]); 
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
     __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
-    __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
+    __device__ T *dst(int r, int e) const { return x + oidx(r, e); }
 };
 
 template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x[t]), t = token_src(r) */
@@ -118,8 +118,8 @@ template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x
     __device__ bool zero(int, int) const { return false; }
     __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
     __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
-    __device__ T *dst(int r, int e) const { return x + token_src(g, r) * g.C + e; }
-    __device__ T *out(int r, int e) const { return o + token_src(g, r) * g.C + e; }
+    __device__ T *dst(int r, int e) const { return x + oidx(r, e); }
+    __device__ T *out(int r, int e) const { return o + oidx(r, e); }
 };
 
 /* M whose output also goes to an E4M3 copy (row.cuh: kQ8); the maps above stay as they were, so

@@ -49,7 +49,6 @@ static swin_status quant(swin_engine *e, const void *in, const swin_dlin *w, int
     return SWIN_OK;
 }
 
-/* a linear layer; an FP8 site reads the input quant() left in e->q8 */
 /* SWIN_FP8_FUSED_QUANT=1 in the environment (read once): the ops before the qkv and fc1 sites
  * write their E4M3 inputs (q8_for) instead of a quantising pass each. Opt-in until it has run on a
  * GPU: written and compiled, with its test (test_gpu_kernels, "q8" cases), when the session had no
@@ -74,6 +73,7 @@ static const swin_q8_dst *q8_for(swin_engine *e, const swin_dlin *w, swin_q8_dst
     return q;
 }
 
+/* a linear layer; an FP8 site reads the input quant() (or q8_for's op) left in e->q8 */
 static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dlin *w, const void *residual,
                        int M, int K, int N, swin_act act) {
     if (swin_engine_fp8_site(e, w)) return swin_engine_lin_q(e, out, w, residual, M);
