@@ -43,6 +43,32 @@ __device__ __forceinline__ unsigned char swin_e4m3(float v) {
 /* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
 __device__ __forceinline__ float swin_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
+/* The same GELU through erfc, for kernels where the GELU's arithmetic is on the critical path (the
+ * fused fc1 epilogue): x < 0: x erfc(a) / 2, else x (1 - erfc(a) / 2), a = |x| / sqrt 2, with
+ * Numerical Recipes' Chebyshev form erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), fractional
+ * error < 1.2e-7 (P's coefficients below are theirs times log2 e, for ex2). Two special-function
+ * instructions (rcp, ex2; flush-to-zero approximations, ~2^-22 relative) and ~17 other
+ * instructions against erff's ~36; no cancellation in 1 + erf for x < 0. */
+__device__ __forceinline__ float swin_rcp_approx(float x) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ float swin_ex2_approx(float x) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ float swin_gelu_erfc(float x) {
+    const float a = fabsf(x) * 0.70710678118654752f, t = swin_rcp_approx(fmaf(0.5f, a, 1.0f));
+    float p = 0.246517298f;
+    p = fmaf(p, t, -1.18611495f), p = fmaf(p, t, 2.14747446f), p = fmaf(p, t, -1.63775315f);
+    p = fmaf(p, t, 0.402321582f), p = fmaf(p, t, -0.26875686f), p = fmaf(p, t, 0.139630057f);
+    p = fmaf(p, t, 0.539700616f), p = fmaf(p, t, 1.4427292f), p = fmaf(p, t, -1.82574822f);
+    const float hq = 0.5f * t * swin_ex2_approx(fmaf(-a * 1.44269504f, a, p));   /* erfc(a) / 2 */
+    return x * (x >= 0.0f ? 1.0f - hq : hq);
+}
+
 static inline swin_status swin_device_sms(int *sms) {
     int dev = 0;
     SWIN_CUDA_TRY(cudaGetDevice(&dev));

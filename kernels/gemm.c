@@ -13,7 +13,8 @@
  * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference); with
  * swin_gemm_set_fused_gelu(g, 1) a 16-bit GELU layer without residual runs instead on our own
  * tensor-core GEMM with the bias and the erf GELU in its epilogue (kernels/gemm_mma.cu) where the
- * shape allows (slower today: its mainloop, gemm_mma.cu).
+ * shape allows; on Hopper its large tiles run on the wgmma version of that kernel
+ * (kernels/sm90/gemm_wgmma.cu; SWIN_GEMM_WGMMA=0 keeps the mma.sync one).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
@@ -32,6 +33,7 @@
  * input row), their pointers set on the cached descriptor before every call, as the bias's is.
  * Test: tests/test_gpu_gemm.c, tests/test_gpu_fp8.c (FP8).
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,8 @@ struct swin_gemm {
     size_t ws_bytes;
     int tune;                              /* time the candidates (SWIN_GEMM_TUNE != 0) */
     int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
+    int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
+    int sms;                               /* the GPU's multiprocessors, when wgmma */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -220,6 +224,14 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->ws_bytes = ws_bytes;
     const char *tune = getenv("SWIN_GEMM_TUNE");
     g->tune = !(tune && strcmp(tune, "0") == 0);
+    const char *wg = getenv("SWIN_GEMM_WGMMA");
+    g->wgmma = !(wg && strcmp(wg, "0") == 0) && swin_gemm_wgmma_available();
+    int dev = 0;
+    if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
+                     cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
+        free(g);
+        return swin_fail(SWIN_ERR_CUDA, "swin_gemm_create: cannot query the GPU");
+    }
     cublasMath_t math = CUBLAS_DEFAULT_MATH;
     switch (prec) {
     case SWIN_FP32: g->dt = SWIN_DT_F32, g->data_type = CUDA_R_32F, g->compute = CUBLAS_COMPUTE_32F; break;
@@ -387,8 +399,13 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: GELU with a residual that aliases out (M %d, N %d)", op, M, N);
 
     if (act == SWIN_ACT_GELU && !residual && g->fused_gelu &&
-        swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
+        swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias)) {
+        /* wgmma where 128 x 128 tiles fill the GPU (gemm_mma.cu's large-tile rule), else mma.sync */
+        if (g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms &&
+            (long long)M * K < INT_MAX && (long long)N * K < INT_MAX)
+            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
         return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
+    }
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));

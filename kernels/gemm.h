@@ -37,8 +37,9 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
 /* Which GEMM runs a linear layer with GELU (fp16 / bf16 handles): unfused (0, the default),
  * cuBLASLt followed by the GELU op; fused (1), our tensor-core kernel with the bias and the exact
  * GELU in its epilogue (gemm_mma.cu) where the shape allows (swin_gemm_mma_supports), else the
- * former. Fused is slower today (its mainloop, gemm_mma.cu); kept selectable so that the two are
- * measured in one run (`--mlp`). */
+ * former (on Hopper its large tiles on sm90/gemm_wgmma.cu). The engine's --mlp auto fuses only
+ * where wgmma runs (faster there; mma.sync alone is slower); both stay selectable so that the two
+ * are measured in one run (`--mlp`). */
 void swin_gemm_set_fused_gelu(swin_gemm *g, int fused);
 
 /* The tensor-core GEMM itself (kernels/gemm_mma.cu): out [M, N] = act(in [M, K] @ w [N, K]^T +
@@ -47,6 +48,18 @@ int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const void *out, 
                            const void *bias);
 swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                swin_act act, swin_dtype dt, cudaStream_t st);
+/* its argument checks (op names the caller in the message): SWIN_ERR_ARGUMENT or
+ * SWIN_ERR_UNSUPPORTED (swin_gemm_mma_supports), else SWIN_OK */
+swin_status swin_gemm_mma_check(const char *op, void *out, const void *in, const void *w, const void *bias, int M,
+                                int K, int N, swin_act act, swin_dtype dt);
+
+/* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only):
+ * swin_gemm_mma_cuda takes it for its large-tile shapes where available, unless SWIN_GEMM_WGMMA=0
+ * in the environment (then the mma.sync kernel, for comparison). Callable directly (the tests);
+ * SWIN_ERR_UNSUPPORTED where swin_gemm_wgmma_available() says 0. */
+int swin_gemm_wgmma_available(void);
+swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
+                                 swin_act act, swin_dtype dt, cudaStream_t st);
 
 /* FP8 (compute capability 8.9+; a handle made for SWIN_FP16): out [M, N] fp16 =
  * (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual [M, N], may alias

@@ -21,15 +21,15 @@
  * 32 x 32 warps when the large tiles would not fill the GPU (batch 1: M is 49 to 3136 rows).
  * The grid runs along N fastest, so CTAs that run together share their A rows in L2.
  * Status: correct as tested (below; every verify fixture with `--mlp fused` before the 64-wide
- * k-tiles, test_gpu_gemm and racecheck after) but slower than the
- * default unfused path at large batches, so it is off by default (`--mlp fused` turns it on;
- * `swin bench` times both). Measured on an H100, Swin-T fp16: end to end 1.02x at batch 1 and
+ * k-tiles, test_gpu_gemm and racecheck after) but slower than cuBLASLt + the GELU pass at
+ * large batches, so `--mlp auto` uses it only beside the wgmma kernel (kernels/sm90/
+ * gemm_wgmma.cu), which takes the large tiles on Hopper; `--mlp fused` forces it elsewhere. Measured on an H100, Swin-T fp16: end to end 1.02x at batch 1 and
  * 0.94x at batch 256 (13.3 against 12.5 ms). Per stage at batch 256, this kernel's fc1 + GELU
  * against cuBLASLt's fc1 plus the GELU pass: K 96 1.53 against 1.45 ms, K 192 0.88 / 0.73,
  * K 384 1.82 / 1.31, K 768 0.48 / 0.30: near parity where the layer is bound by memory, further
  * behind the larger K is, so the mainloop (mma.sync, 2 CTAs of 8 warps per SM) is what loses to
  * cuBLASLt's Hopper kernels, not the GELU epilogue (k-tiles of 64 instead of 32 took K 384 from
- * 2.34 to 1.82 ms). Next: wgmma + TMA, then fc2 from the hidden on chip.
+ * 2.34 to 1.82 ms). On an H200 (SWIN_GEMM_WGMMA=0) 0.91x at batch 256; the wgmma kernel 1.04x.
  * Test: tests/test_gpu_gemm.c (against the CPU linear layer, both tile shapes, edge tiles).
  */
 #include "gemm.h"
@@ -193,9 +193,8 @@ extern "C" int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const 
            swin_aligned16(out) && swin_aligned16(in) && swin_aligned16(w) && (!bias || ((uintptr_t)bias & 3u) == 0);
 }
 
-extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
-                                          int N, swin_act act, swin_dtype dt, cudaStream_t st) {
-    static const char op[] = "swin_gemm_mma_cuda";
+extern "C" swin_status swin_gemm_mma_check(const char *op, void *out, const void *in, const void *w, const void *bias,
+                                           int M, int K, int N, swin_act act, swin_dtype dt) {
     if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
     if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
@@ -204,6 +203,12 @@ extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void 
                          "%s: needs fp16 or bf16, M, K, N > 0 with K and N multiples of 8, and 16-byte aligned "
                          "out, in and w (got dtype %d, M %d, K %d, N %d)", op, (int)dt, M, K, N);
     if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
+    return SWIN_OK;
+}
+
+extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
+                                          int N, swin_act act, swin_dtype dt, cudaStream_t st) {
+    SWIN_TRY(swin_gemm_mma_check("swin_gemm_mma_cuda", out, in, w, bias, M, K, N, act, dt));
     return dt == SWIN_DT_F16 ? launch_act<__half>(out, in, w, bias, M, K, N, act, st)
                              : launch_act<__nv_bfloat16>(out, in, w, bias, M, K, N, act, st);
 }

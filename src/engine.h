@@ -22,6 +22,8 @@ swin_status swin_engine_forward(swin_engine *e, const float *input, int B, float
  * fp32, into host stage_out[s] [B,H,W,C] wherever stage_out[s] != NULL (swin_forward_stages). */
 swin_status swin_engine_forward_stages(swin_engine *e, const float *input, int B, float *const *stage_out);
 swin_status swin_engine_describe(const swin_engine *e, char *buf, size_t size);
+/* the MLP implementation the engine runs (SWIN_MLP_AUTO resolved at creation) */
+swin_mlp swin_engine_mlp(const swin_engine *e);
 
 /* ---- FP8 (src/fp8.h for the arithmetic; implemented in src/cuda/engine.c and kernels/).
  * An engine created with o->calibrate (any precision but fp8) records, on every forward (never

@@ -38,7 +38,7 @@ swin_session_options swin_session_options_default(void) {
     o.device = SWIN_DEVICE_CPU;
     o.precision = SWIN_FP32;
     o.attention = SWIN_ATTN_FUSED;
-    o.mlp = SWIN_MLP_UNFUSED;
+    o.mlp = SWIN_MLP_AUTO;
     o.graphs = 1;
     o.max_batch = 1;
     return o;

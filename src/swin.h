@@ -133,10 +133,12 @@ typedef enum { SWIN_DEVICE_CPU = 0, SWIN_DEVICE_CUDA = 1 } swin_device;
  * and on the CPU as an emulation (fp32 arithmetic on E4M3-rounded GEMM inputs and weights). */
 typedef enum { SWIN_FP32 = 0, SWIN_TF32 = 1, SWIN_FP16 = 2, SWIN_BF16 = 3, SWIN_FP8 = 4 } swin_precision;
 typedef enum { SWIN_ATTN_FUSED = 0, SWIN_ATTN_UNFUSED = 1 } swin_attention;
-/* The MLP's fc1 + GELU on the GPU in fp16 / bf16: UNFUSED (the default), cuBLASLt then a
- * separate GELU pass; FUSED, our tensor-core GEMM with the bias and the exact GELU in its epilogue
- * (kernels/gemm_mma.cu), slower today (README, Performance), kept selectable to be measured. */
-typedef enum { SWIN_MLP_FUSED = 0, SWIN_MLP_UNFUSED = 1 } swin_mlp;
+/* The MLP's fc1 + GELU on the GPU in fp16 / bf16: UNFUSED, cuBLASLt then a separate GELU pass;
+ * FUSED, our tensor-core GEMM with the bias and the exact GELU in its epilogue (kernels/gemm_mma.cu,
+ * on Hopper kernels/sm90/gemm_wgmma.cu); AUTO (the default), FUSED where the wgmma kernel runs
+ * (compute capability 9.0: faster there, README, Performance), else UNFUSED (the mma.sync kernel
+ * is slower than cuBLASLt + GELU at large batches). Both stay selectable to be measured. */
+typedef enum { SWIN_MLP_FUSED = 0, SWIN_MLP_UNFUSED = 1, SWIN_MLP_AUTO = 2 } swin_mlp;
 
 typedef struct {
     swin_device device;

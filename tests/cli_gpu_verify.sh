@@ -2,7 +2,7 @@
 # cli_gpu_verify.sh - `swin verify --device cuda` on every tests/data/ref_*/ fixture in every
 # precision (verify's default tolerances: fp32 1e-4, tf32/fp16 5e-3, bf16 3e-2, fp8 as the README
 # derives it, top-1 agreement; fp8 calibrates itself on random images, as the references' inputs are),
-# plus fp16 with --attention unfused, fp16 with --mlp fused and fp16 with --graphs off. Checks that each run exits 0,
+# plus fp16 with --attention unfused, fp16 with --mlp fused and unfused and fp16 with --graphs off. Checks that each run exits 0,
 # that its last line starts with PASS and that the stage outputs were compared (the engine's
 # stage hook: a line per stage, none FAIL; below fp32 a stage may be "over", which does not decide). Exits 77 (skipped) only when the first verify
 # reports that there is no usable GPU; any other failure fails the test. A fixture whose geometry
@@ -59,6 +59,7 @@ for dir in "${refs[@]}"; do
   for p in fp32 tf32 fp16 bf16 fp8; do verify "$dir" --precision "$p"; done
   verify "$dir" --precision fp16 --attention unfused
   verify "$dir" --precision fp16 --mlp fused
+  verify "$dir" --precision fp16 --mlp unfused   # the default (auto) is fused on Hopper
   verify "$dir" --precision fp16 --graphs off
 done
 

@@ -2,10 +2,12 @@
  * tf32, fp16 and bf16: M in {1, 147, 6272} x the Swin-T linear shapes (qkv 96->288, fc1 96->384
  * + GELU, fc2 384->96 + residual in place, reduction 384->192 without bias), plus the patch
  * embedding, a separate residual, GELU + residual and the head.
- * fp16 / bf16 GELU layers run first on our tensor-core GEMM (kernels/gemm_mma.cu, switched on),
+ * fp16 / bf16 GELU layers run first on our tensor-core GEMM (kernels/gemm_mma.cu, switched on;
+ * its large tiles on kernels/sm90/gemm_wgmma.cu on a compute capability 9.0 GPU, which must have it),
  * then every GELU case again without it (cuBLASLt + the GELU op, the default), and it gets
  * its own shapes: both tile sizes, partial tiles in M and N, K not a multiple of its k-tile,
- * Swin-B and stage-4 widths, no bias and no activation, and shapes it refuses.
+ * Swin-B and stage-4 widths, no bias and no activation, and shapes it refuses; both kernels
+ * (mma.sync and wgmma) are also called directly on their own shapes.
  * Tolerances relative to max|ref|: fp32 1e-5, tf32 and fp16 2e-3, bf16 1.6e-2. A probe shows that
  * fp32 is true fp32: inputs 1 + 2^-12 (lost by TF32's 10-bit mantissa) give the exact sum in fp32
  * and a different one in tf32. Outputs are NaN-poisoned and guarded; argument errors checked.
@@ -133,23 +135,23 @@ static float tf32_probe(swin_gemm *g) {
     return out[0];
 }
 
-/* swin_gemm_mma_cuda directly: no activation (an epilogue of bias only, and of nothing), against
- * the CPU linear layer */
-static void run_mma_plain(const gprec *p, int M, int K, int N, int bias_on) {
+/* our tensor-core GEMMs directly (swin_gemm_mma_cuda, or swin_gemm_wgmma_cuda when wgmma), against
+ * the CPU linear layer: any tile size either picks, with or without bias and GELU */
+static void run_direct(const gprec *p, int M, int K, int N, int bias_on, swin_act act, int wgmma) {
     char name[128];
-    snprintf(name, sizeof name, "mma plain%s %s M%d K%d N%d", bias_on ? "+bias" : "", swin_precision_str(p->prec),
-             M, K, N);
+    snprintf(name, sizeof name, "%s %s%s %s M%d K%d N%d", wgmma ? "wgmma" : "mma", act == SWIN_ACT_GELU ? "gelu" : "plain",
+             bias_on ? "+bias" : "", swin_precision_str(p->prec), M, K, N);
     size_t nin = (size_t)M * K, nw = (size_t)N * K, nout = (size_t)M * N;
     float *in = malloc(nin * sizeof(float)), *w = malloc(nw * sizeof(float)), *bias = malloc(N * sizeof(float));
     float *ref = malloc(nout * sizeof(float)), *got = malloc(nout * sizeof(float));
     tu_fill(in, nin, -1.0f, 1.0f), tu_fill(w, nw, -0.5f, 0.5f), tu_fill(bias, N, -1.0f, 1.0f);
     tu_round_to(in, nin, p->dt), tu_round_to(w, nw, p->dt), tu_round_to(bias, N, p->dt);
     swin_linear_w lw = {w, bias_on ? bias : NULL};
-    swin_linear_cpu(ref, in, &lw, NULL, M, K, N, SWIN_ACT_NONE);
+    swin_linear_cpu(ref, in, &lw, NULL, M, K, N, act);
     tg_buf din = tg_alloc(nin, p->dt), dw = tg_alloc(nw, p->dt), db = tg_alloc(N, p->dt), dout = tg_alloc(nout, p->dt);
     tg_upload(&din, in), tg_upload(&dw, w), tg_upload(&db, bias), tg_poison(&dout);
-    swin_status st = swin_gemm_mma_cuda(dout.p, din.p, dw.p, bias_on ? db.p : NULL, M, K, N, SWIN_ACT_NONE,
-                                        (swin_dtype)p->dt, 0);
+    swin_status st = (wgmma ? swin_gemm_wgmma_cuda : swin_gemm_mma_cuda)(dout.p, din.p, dw.p, bias_on ? db.p : NULL, M,
+                                                                        K, N, act, (swin_dtype)p->dt, 0);
     if (CHECK(st == SWIN_OK, "%s: %s", name, swin_last_error()) && CHECK(tg_sync_ok(name), "%s: CUDA error", name)) {
         tg_download(&dout, got);
         tg_compare(name, got, ref, nout, p->tol);
@@ -157,6 +159,18 @@ static void run_mma_plain(const gprec *p, int M, int K, int N, int bias_on) {
     }
     tg_free(&din), tg_free(&dw), tg_free(&db), tg_free(&dout);
     free(in), free(w), free(bias), free(ref), free(got);
+}
+
+/* the wgmma kernel's own cases (one 128 x 128 tile shape, k-tiles of 64): partial tiles in M and
+ * N, K below, between and at multiples of 64, Swin-T's fc1 widths, stage 4, no bias */
+static void wgmma_cases(const gprec *p, int quick) {
+    static const struct { int M, K, N, bias; swin_act act; } c[] = {
+        {147, 96, 288, 1, SWIN_ACT_NONE}, {1000, 40, 72, 1, SWIN_ACT_GELU},   {300, 96, 384, 1, SWIN_ACT_GELU},
+        {8000, 128, 328, 1, SWIN_ACT_GELU}, {5000, 384, 192, 0, SWIN_ACT_NONE}, {49, 768, 3072, 1, SWIN_ACT_GELU},
+        {77, 56, 224, 0, SWIN_ACT_GELU},    {6272, 192, 768, 1, SWIN_ACT_GELU}, {6272, 96, 384, 1, SWIN_ACT_GELU},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (!(quick && c[i].M > 5000)) run_direct(p, c[i].M, c[i].K, c[i].N, c[i].bias, c[i].act, 1);
 }
 
 // ---- argument checking
@@ -201,6 +215,20 @@ int main(int argc, char **argv) {
     void *ws = NULL;
     if (cudaMalloc(&ws, WS_BYTES) != cudaSuccess) { fprintf(stderr, "cannot allocate the workspace\n"); return 1; }
     float probe[2] = {0, 0};
+    /* on a compute capability 9.0 GPU the wgmma kernel must be there: a build without it would
+     * leave the large fused tiles on mma.sync and its cases unrun */
+    int dev = 0, major = 0, minor = 0, wgmma = swin_gemm_wgmma_available();
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    printf("wgmma GEMM: %s (compute capability %d.%d)\n", wgmma ? "available" : "not available", major, minor);
+    CHECK(wgmma == (major == 9 && minor == 0), "wgmma available %d on compute capability %d.%d", wgmma, major, minor);
+    if (!wgmma) {
+        tg_buf a = tg_alloc(4096, 1), b = tg_alloc(4096, 1), c = tg_alloc(4096, 1);
+        swin_status st = swin_gemm_wgmma_cuda(c.p, a.p, b.p, NULL, 8, 8, 8, SWIN_ACT_NONE, SWIN_DT_F16, 0);
+        CHECK(st == SWIN_ERR_UNSUPPORTED, "wgmma without the hardware: %s, expected unsupported", swin_status_str(st));
+        tg_free(&a), tg_free(&b), tg_free(&c);
+    }
     for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
         const gprec *p = &precs[pi];
         if (mma_only && p->dt == 0) continue;
@@ -220,7 +248,8 @@ int main(int argc, char **argv) {
                 run_gemm(g, p, extras[ei].M, s);
         }
         if (mma_only) {
-            run_mma_plain(p, 147, 96, 288, 1);
+            run_direct(p, 147, 96, 288, 1, SWIN_ACT_NONE, 0);
+            if (wgmma) wgmma_cases(p, 1);
         } else if (p->dt != 0) {   /* the GELU layers again through cuBLASLt + the GELU op; the mma GEMM alone */
             swin_gemm_set_fused_gelu(g, 0);
             printf("-- %s GELU layers unfused\n", swin_precision_str(p->prec));
@@ -228,8 +257,10 @@ int main(int argc, char **argv) {
                 if (!(quick && Ms[mi] > 1000)) run_gemm(g, p, Ms[mi], &shapes[1]);
             for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++)
                 if (extras[ei].s.act == SWIN_ACT_GELU) run_gemm(g, p, extras[ei].M, &extras[ei].s);
-            run_mma_plain(p, 147, 96, 288, 1);
-            run_mma_plain(p, 5000, 384, 192, 0);
+            run_direct(p, 147, 96, 288, 1, SWIN_ACT_NONE, 0);
+            run_direct(p, 5000, 384, 192, 0, SWIN_ACT_NONE, 0);
+            run_direct(p, 6000, 192, 768, 1, SWIN_ACT_GELU, 0);   /* mma.sync large tiles, also on Hopper */
+            if (wgmma) wgmma_cases(p, quick);
         }
         if (p->prec == SWIN_FP32 || p->prec == SWIN_TF32) probe[p->prec == SWIN_TF32] = tf32_probe(g);
         if (p->prec == SWIN_FP16) argument_checks(g);

@@ -12,7 +12,8 @@
 #   3. ctest -L gpu, then the rest of the suite (ctest -LE gpu), so together the full suite
 #      runs once (ctest.log)
 #   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16, fp8,
-#      plus fp16 with --attention unfused, fp16 with --mlp fused and fp16 with --graphs off (verify.log)
+#      plus fp16 with --attention unfused, fp16 with --mlp fused and unfused (the default, auto,
+#      is fused on Hopper) and fp16 with --graphs off (verify.log)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
 #      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
@@ -60,7 +61,7 @@ else
   device=cuda
   variants=("fp32|--precision fp32" "tf32|--precision tf32" "fp16|--precision fp16"
             "bf16|--precision bf16" "fp8|--precision fp8" "fp16 unfused|--precision fp16 --attention unfused"
-            "fp16 mlp fused|--precision fp16 --mlp fused"
+            "fp16 mlp fused|--precision fp16 --mlp fused" "fp16 mlp unfused|--precision fp16 --mlp unfused"
             "fp16 graphs off|--precision fp16 --graphs off")
 fi
 failed=()

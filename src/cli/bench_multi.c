@@ -95,7 +95,7 @@ static void print_table(const bench_args *a, const char *arch, const char *sourc
                         int drv, int rt, const multi_result *res) {
     printf("swin bench: %s (%s), %s, attention %s, mlp %s, graphs %s, %d iterations after %d warm-up, %d GPUs at "
            "once\n", arch, source, swin_precision_str(a->precision), cli_fused_str(a->attention == SWIN_ATTN_FUSED),
-           cli_fused_str(a->mlp == SWIN_MLP_FUSED), a->graphs ? "on" : "off", a->iters, a->warmup, n);
+           cli_mlp_str(a->mlp), a->graphs ? "on" : "off", a->iters, a->warmup, n);
     for (int k = 0; k < n; k++) printf("gpu: %s (cuda:%d)\n", g[k].name, g[k].gpu);
     printf("driver %d.%d, runtime %d.%d\n\n", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
     printf("%6s %-14s %10s %9s %9s %10s\n", "batch", "gpu", "median ms", "p10 ms", "p90 ms", "img/s");

@@ -26,11 +26,16 @@ static inline int cli_flag(const char *arg, const char *short_name, const char *
 
 /* "fused" / "unfused": the name of an implementation switch's value (--attention, --mlp) */
 static inline const char *cli_fused_str(int fused) { return fused ? "fused" : "unfused"; }
+/* --mlp's value: "fused", "unfused" or "auto" */
+static inline const char *cli_mlp_str(swin_mlp m) {
+    return m == SWIN_MLP_FUSED ? "fused" : m == SWIN_MLP_UNFUSED ? "unfused" : "auto";
+}
 
-/* --mlp: "fused" or "unfused"; 0 on success */
+/* --mlp: "auto", "fused" or "unfused"; 0 on success */
 static inline int cli_parse_mlp(const char *s, swin_mlp *m) {
     if (!strcmp(s, "fused")) *m = SWIN_MLP_FUSED;
     else if (!strcmp(s, "unfused")) *m = SWIN_MLP_UNFUSED;
+    else if (!strcmp(s, "auto")) *m = SWIN_MLP_AUTO;
     else return 1;
     return 0;
 }

@@ -37,7 +37,8 @@ static void usage(FILE *f) {
             "                          random images, with a warning)\n"
             "  -b, --batch LIST        comma-separated batch sizes (default 1,8,64,256)\n"
             "      --attention IMPL    fused or unfused (default fused); the other is measured too\n"
-            "      --mlp IMPL          fused (fc1 with GELU in one GEMM) or unfused (default unfused);\n"
+            "      --mlp IMPL          fused (fc1 with GELU in one GEMM), unfused, or auto (default:\n"
+            "                          fused on Hopper, else unfused);\n"
             "                          the other is measured too (end to end)\n"
             "      --graphs on|off     CUDA graphs (default on)\n"
             "  -n, --iters N           timed iterations per batch (default 50)\n"
@@ -67,7 +68,7 @@ static int parse(int argc, char **argv, bench_args *a) {
     a->device_spec = "cuda";
     a->precision = SWIN_FP16;
     a->attention = SWIN_ATTN_FUSED;
-    a->mlp = SWIN_MLP_UNFUSED;
+    a->mlp = SWIN_MLP_AUTO;
     a->graphs = 1;
     a->iters = 50;
     a->warmup = 10;
@@ -97,10 +98,10 @@ static int parse(int argc, char **argv, bench_args *a) {
             VALUE();
             if (!strcmp(v, "fused")) a->attention = SWIN_ATTN_FUSED;
             else if (!strcmp(v, "unfused")) a->attention = SWIN_ATTN_UNFUSED;
-            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected auto, fused or unfused)", v);
         } else if (!strcmp(f, "--mlp")) {
             VALUE();
-            if (cli_parse_mlp(v, &a->mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected fused or unfused)", v);
+            if (cli_parse_mlp(v, &a->mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected auto, fused or unfused)", v);
         } else if (!strcmp(f, "--graphs")) {
             VALUE();
             if (!strcmp(v, "on")) a->graphs = 1;
@@ -364,7 +365,8 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     const int two_mlps = a->precision == SWIN_FP16 || a->precision == SWIN_BF16;
     for (int k = 0; k < 2 + two_mlps; k++) {
         o.attention = k != 1 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
-        o.mlp = k != 2 ? a->mlp : (a->mlp == SWIN_MLP_FUSED ? SWIN_MLP_UNFUSED : SWIN_MLP_FUSED);
+        /* the other MLP: against the one engine 0 resolved --mlp auto to */
+        o.mlp = k != 2 ? a->mlp : (swin_engine_mlp(eng[0]) == SWIN_MLP_FUSED ? SWIN_MLP_UNFUSED : SWIN_MLP_FUSED);
         swin_status st = bench_engine_create(m, &o, &eng[k]);
         if (st != SWIN_OK) {
             fprintf(stderr, "swin bench: %s\n", swin_last_error());
@@ -382,6 +384,10 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     bench_result *res = calloc((size_t)a->n_batches, sizeof *res);
     int rc = 0;
     if (!input || !ms || !res) { fprintf(stderr, "swin bench: out of memory\n"); rc = EXIT_FAILED; }
+    /* from here on --mlp auto is the MLP engine 0 runs (the header and the columns name it) */
+    bench_args resolved = *a;
+    resolved.mlp = swin_engine_mlp(eng[0]);
+    a = &resolved;
     for (int i = 0; !rc && i < a->n_batches; i++) {
         if (isatty(2)) fprintf(stderr, "swin bench: batch %d...\n", a->batches[i]);
         if (measure(eng, a, input, a->batches[i], ms, &res[i]) != SWIN_OK) {

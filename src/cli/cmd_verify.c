@@ -73,7 +73,8 @@ static void usage(FILE *f) {
             "      --scales FILE       fp8: the input scales (`swin calibrate`; default: calibrated on\n"
             "                          random images, with a warning)\n"
             "      --attention IMPL    fused or unfused (cuda; default fused)\n"
-            "      --mlp IMPL          fused (fc1 with GELU in one GEMM) or unfused (cuda; default unfused)\n"
+            "      --mlp IMPL          fused (fc1 with GELU in one GEMM), unfused or auto (cuda; default\n"
+            "                          auto: fused on Hopper, else unfused)\n"
             "      --graphs on|off     CUDA graphs (cuda; default on)\n"
             "  -t, --tolerance X       relative error allowed (default by precision: fp32 1e-4,\n"
             "                          tf32 5e-3, fp16 5e-3, bf16 3e-2, fp8 0.22)\n"
@@ -105,10 +106,10 @@ static int parse(int argc, char **argv, verify_args *a) {
             VALUE();
             if (!strcmp(v, "fused")) a->so.attention = SWIN_ATTN_FUSED;
             else if (!strcmp(v, "unfused")) a->so.attention = SWIN_ATTN_UNFUSED;
-            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected auto, fused or unfused)", v);
         } else if (!strcmp(f, "--mlp")) {
             VALUE();
-            if (cli_parse_mlp(v, &a->so.mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected fused or unfused)", v);
+            if (cli_parse_mlp(v, &a->so.mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected auto, fused or unfused)", v);
         } else if (!strcmp(f, "--graphs")) {
             VALUE();
             if (!strcmp(v, "on")) a->so.graphs = 1;
@@ -269,7 +270,7 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
     printf("device      %s, %s", dev, prec);
     if (a->so.device == SWIN_DEVICE_CUDA)
         printf(", attention %s, mlp %s, graphs %s", cli_fused_str(a->so.attention == SWIN_ATTN_FUSED),
-               cli_fused_str(a->so.mlp == SWIN_MLP_FUSED), a->so.graphs ? "on" : "off");
+               cli_mlp_str(a->so.mlp), a->so.graphs ? "on" : "off");
     printf("\n");
     report_stages(a, r, stg, first);
     printf("logits      [%d, %d]\n", r->batch, r->classes);

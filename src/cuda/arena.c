@@ -303,7 +303,7 @@ int swin_arena_max_batch(const swin_engine *e, size_t bytes) {
 }
 
 void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
-    static const char *impl[] = {"fused", "unfused"};   /* SWIN_ATTN_* and SWIN_MLP_* */
+    static const char *impl[] = {"fused", "unfused", "auto", "?"};   /* SWIN_ATTN_* and SWIN_MLP_* */
     char name[256] = "?";
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, e->dev) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
@@ -311,7 +311,7 @@ void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
     n += (size_t)snprintf(buf + n, size - n,
                           "device cuda:%d (%s), %s, attention %s, mlp %s, graphs %s, max batch %d\n",
                           e->dev, name, swin_precision_str(e->opt.precision), impl[e->opt.attention & 1],
-                          impl[e->opt.mlp & 1],
+                          impl[e->opt.mlp & 3],
                           e->opt.graphs ? "on" : "off", e->opt.max_batch);
     size_t esz = swin_dtype_size(e->dt), wdt = e->region[REG_WEIGHTS_DT];
     if (n < size)
