@@ -20,6 +20,8 @@
  * to fp32 (a GPU path that skipped the quantisation, or used other scales, is not), AND the same
  * top-1 on every row whose emulated top-1 leads the runner-up by more than twice the largest
  * GPU-vs-emulation difference (tiny random models have near ties, which noise may flip).
+ * The fused FP8 fc1 (swin_gemm_wgmma_fp8_gelu_cuda, Hopper): every output byte within one E4M3
+ * step of the exact result plus the FP8 accumulator's bound (test_fused_fc1).
  * Refusals: an fp8 session with scales of the wrong count, non-finite or zero scales.
  * Exits 77 without a GPU, or (printing why) on a GPU without FP8 tensor cores.
  */
@@ -205,6 +207,113 @@ static void test_gemm(void) {
     cudaFree(ws);
 }
 
+/* swin_gemm_wgmma_fp8_gelu_cuda (Hopper only): FP8 fc1, GELU and fc2's quantisation in one
+ * kernel, against the host: exact sum of the E4M3 products (in double), times the column scale,
+ * plus the fp16 bias, the exact GELU (double erf), times out_inv. The kernel sums a whole row of K
+ * in the tensor cores' FP8 accumulator, which keeps about 14 bits relative to the terms'
+ * magnitude (DeepSeek-V3's report measured this on H800; cuBLASLt, FAST_ACCUM off, promotes
+ * partial sums to fp32 instead). So each byte must lie within one E4M3 step of the exact value
+ * plus the accumulation bound: out_inv x max GELU slope (1.13) x 2^-13 x cs x sum |a w| (one bit
+ * of room on 14); the test prints the worst error as a fraction of that bound and the share of
+ * bytes that rounded the far way. Outputs poisoned with E4M3 NaN, a guard zone after them;
+ * shapes: K below, between and at multiples of the 128-byte k-tile, M and N partial tiles,
+ * Swin-T's fc1 widths. */
+static double e4m3_step(double a) {   /* the gap between the E4M3 values around |a| (< 448) */
+    a = fabs(a);
+    return a < 0.015625 ? 0.001953125 : ldexp(1.0, (int)floor(log2(a)) - 3);
+}
+
+static void test_fused_fc1(void) {
+    if (!swin_gemm_wgmma_available()) {
+        printf("fused fp8 fc1: not run (no wgmma on this GPU)\n");
+        CHECK(swin_gemm_wgmma_fp8_gelu_cuda((uint8_t *)16, (uint8_t *)16, (uint8_t *)16, (float *)16, NULL, 1.0f, 16,
+                                            16, 16, 0) == SWIN_ERR_UNSUPPORTED, "fused fp8 fc1 without wgmma: accepted");
+        return;
+    }
+    static const struct { int M, K, N, bias; } C[] = {
+        {300, 96, 384, 1}, {1000, 192, 768, 1}, {77, 768, 3072, 1}, {2000, 16, 48, 0}, {6272, 96, 384, 1}, {130, 384, 1536, 1}};
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
+        int M = C[c].M, K = C[c].K, N = C[c].N;
+        size_t nx = (size_t)M * K, nw = (size_t)N * K, no = (size_t)M * N;
+        uint8_t *xq = malloc(nx), *wq = malloc(nw);
+        float *cs = malloc(N * sizeof(float)), *b = malloc(N * sizeof(float));
+        const float out_inv = 4.0f;
+        for (size_t i = 0; i < nx; i++) xq[i] = swin_e4m3_from_float(tu_uniform(-4.0f, 4.0f));
+        for (size_t i = 0; i < nw; i++) wq[i] = swin_e4m3_from_float(tu_uniform(-448.0f, 448.0f));
+        /* column scales that put the pre-activation mostly within +-6 */
+        for (int i = 0; i < N; i++) cs[i] = tu_uniform(0.5f, 1.5f) * 6.0f / (448.0f * 2.0f * sqrtf((float)K));
+        for (int i = 0; i < N; i++) b[i] = tu_f16_to_f32(tu_f32_to_f16(tu_uniform(-1.0f, 1.0f)));
+        uint8_t *xq_d, *wq_d, *o_d;
+        float *cs_d;
+        const size_t guard = 256;
+        cudaMalloc((void **)&xq_d, nx), cudaMalloc((void **)&wq_d, nw), cudaMalloc((void **)&o_d, no + guard);
+        cudaMalloc((void **)&cs_d, N * 4);
+        cudaMemcpy(xq_d, xq, nx, cudaMemcpyHostToDevice), cudaMemcpy(wq_d, wq, nw, cudaMemcpyHostToDevice);
+        cudaMemcpy(cs_d, cs, N * 4, cudaMemcpyHostToDevice);
+        cudaMemset(o_d, 0x7F, no), cudaMemset(o_d + no, 0xA5, guard);   /* E4M3 NaN; the guard */
+        tg_buf bd = tg_alloc(N, SWIN_DT_F16);
+        tg_upload(&bd, b);
+        char name[96];
+        snprintf(name, sizeof name, "fused fp8 fc1 M %d K %d N %d%s", M, K, N, C[c].bias ? " bias" : "");
+        swin_status st = swin_gemm_wgmma_fp8_gelu_cuda(o_d, xq_d, wq_d, cs_d, C[c].bias ? bd.p : NULL, out_inv, M, K, N, 0);
+        if (CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: %s", name, swin_last_error())) {
+            uint8_t *got = bytes_down(o_d, no + guard);
+            size_t bad = 0, far = 0, sat = 0;
+            double worst = 0;
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) {
+                    double acc = 0, mag = 0;
+                    for (int k = 0; k < K; k++) {
+                        const double t = (double)swin_e4m3_to_float(xq[(size_t)m * K + k]) *
+                                         swin_e4m3_to_float(wq[(size_t)n * K + k]);
+                        acc += t, mag += fabs(t);
+                    }
+                    const double v = acc * cs[n] + (C[c].bias ? b[n] : 0.0);
+                    const double x = 0.5 * v * erfc(-v / sqrt(2.0)) * out_inv;
+                    const double bound = out_inv * 1.13 * ldexp(mag * cs[n], -13);   /* the accumulator's */
+                    const uint8_t q = got[(size_t)m * N + n];
+                    const double gq = swin_e4m3_to_float(q);
+                    int ok;
+                    if (fabs(x) >= 448.0 + bound) {
+                        ok = gq == (x > 0 ? 448.0 : -448.0), sat++;
+                    } else {
+                        const double over = fabs(gq - x) - e4m3_step(x);   /* beyond the E4M3 neighbours */
+                        ok = over < bound;
+                        if (over > 0 && over / bound > worst) worst = over / bound;
+                    }
+                    if (!ok) {
+                        if (bad++ < 3)
+                            printf("  %s: [%d, %d] got %g (byte 0x%02x), exact %g, accumulation bound %g\n", name, m, n,
+                                   gq, q, x, bound);
+                    } else if (q != swin_e4m3_from_float((float)x)) {
+                        far++;
+                    }
+                }
+            size_t gbad = 0;
+            for (size_t i = 0; i < guard; i++) gbad += got[no + i] != 0xA5;
+            printf("%s %s: %zu beyond the bound, %zu rounded the far way (%.2f%%), %zu saturated; worst excess over "
+                   "the neighbours %.2f of the accumulation bound\n",
+                   bad || gbad ? "FAIL" : "ok  ", name, bad, far, 100.0 * far / no, sat, worst);
+            CHECK(bad == 0, "%s: %zu bytes beyond one E4M3 step plus the accumulation bound", name, bad);
+            CHECK(gbad == 0, "%s: wrote past the output (%zu guard bytes)", name, gbad);
+            free(got);
+        }
+        cudaFree(xq_d), cudaFree(wq_d), cudaFree(o_d), cudaFree(cs_d);
+        tg_free(&bd);
+        free(xq), free(wq), free(cs), free(b);
+    }
+    /* refused, not run wrong */
+    uint8_t *p = NULL;
+    cudaMalloc((void **)&p, 4096);
+    CHECK(swin_gemm_wgmma_fp8_gelu_cuda(p, p + 1024, p + 2048, (float *)(p + 3072), NULL, 1.0f, 16, 8, 16, 0) ==
+              SWIN_ERR_UNSUPPORTED, "fused fp8 fc1: K 8 accepted");
+    CHECK(swin_gemm_wgmma_fp8_gelu_cuda(p, p, p + 2048, (float *)(p + 3072), NULL, 1.0f, 16, 16, 16, 0) ==
+              SWIN_ERR_ARGUMENT, "fused fp8 fc1: out aliasing in accepted");
+    CHECK(swin_gemm_wgmma_fp8_gelu_cuda(p, p + 1024, p + 2048, (float *)(p + 3072), NULL, 0.0f, 16, 16, 16, 0) ==
+              SWIN_ERR_ARGUMENT, "fused fp8 fc1: out_inv 0 accepted");
+    cudaFree(p);
+}
+
 // ---- whole models: GPU fp8 against the CPU emulation with one scales file
 
 typedef struct { const char *name; int version, img, window, embed, stages, depths[3], heads[3]; } fp8_model;
@@ -329,6 +438,7 @@ int main(int argc, char **argv) {
     test_quantize();
     test_weights();
     test_gemm();
+    test_fused_fc1();
     test_models(tmp);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -305,8 +305,9 @@ def section_fp8(d, out):
     out.append("")
     out.append("Same run. fp8: E4M3 GEMMs on the FP8 tensor cores for every block and merge linear, "
                "the rest fp16; PyTorch has no FP8 Swin, so the comparison is torch.compile in fp16. "
-               "GEMM ms from `--breakdown` (un-captured, an event per op); quantize ms: the input "
-               "quantisation ops (GELU's is fused with fc2's and counted there).")
+               "GEMM ms from `--breakdown` (un-captured, an event per op); on Hopper fc1 carries the GELU in "
+               "both precisions (`fc1+gelu`, and in fp8 also fc2's quantisation: `fc1+gelu+quantize`), so "
+               "the GEMM columns include it; quantize ms: the remaining input quantisation ops.")
     out.append("")
     out.append("| arch | batch | fp8 ms | fp8 img/s | fp16 ms | fp8 speedup | torch.compile fp16 ms | "
                "fp8 vs compile | GEMM ms fp16 | GEMM ms fp8 | GEMM speedup | quantize ms |")

@@ -4,13 +4,22 @@
  *
  *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     (act: none or GELU, in fp32)
  *
+ * and FP8's fc1 with the GELU and fc2's input quantisation in its epilogue (E4M3 in and out):
+ *
+ *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)
+ *
+ * which replaces cuBLASLt's FP8 fc1 (fp16 out) and a GELU + quantise pass. Its sums stay in the
+ * tensor cores' FP8 accumulator for the whole K (no promotion to fp32 every k-tile as cuBLASLt
+ * does): about 14 bits relative to the terms, 2^-10 of the E4M3 output's step
+ * (tests/test_gpu_fp8.c bounds it).
+ *
  * Built for sm_90a only (wgmma is an arch-specific feature of compute capability 9.0; CMake
  * compiles this folder with its own -gencode); elsewhere swin_gemm_wgmma_available() says no and
  * gemm_mma.cu keeps its mma.sync kernel.
  *
  * Kernel: a CTA of two warpgroups (256 threads) computes a 128 x 128 tile of out, each
- * warpgroup 64 rows with wgmma.m64n128k16 (64 fp32 accumulators a thread). k-tiles of 64
- * (128 bytes of a row) go through a 3-stage cp.async pipeline, every thread copying 16-byte
+ * warpgroup 64 rows with wgmma.m64n128k16 (k32 for E4M3; 64 fp32 accumulators a thread).
+ * k-tiles of 128 bytes of a row (64 16-bit or 128 E4M3 values) go through a 3-stage cp.async pipeline, every thread copying 16-byte
  * chunks; two CTAs fit an SM (97 KiB of shared memory each), so one's epilogue overlaps the
  * other's mainloop. Both operands are K-major, as wgmma reads them without transposes, stored
  * in the 128-byte swizzle: row r of a tile at byte 128 r, its 16-byte chunk c at chunk
@@ -35,9 +44,11 @@
  * loader's set-up-once offsets and the erfc GELU took fc1 + GELU from 3.99 to 3.48 ms (cuBLASLt
  * fc1 + the GELU pass: 3.56). Next: TMA for the copies (no per-thread addresses), and fc2 from
  * the hidden kept on chip.
- * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_gemm_mma_cuda).
+ * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_linear_cuda),
+ * tests/test_gpu_fp8.c (swin_gemm_wgmma_fp8_gelu_cuda against the host).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "common.cuh"
@@ -50,16 +61,32 @@
 
 namespace {
 
-constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, THREADS = 256;
-constexpr int TILE_A = BM * BK, TILE_B = BN * BK;          /* 16-bit elements */
-constexpr int STAGE_ELEMS = TILE_A + TILE_B;
-constexpr size_t SMEM = (size_t)STAGES * STAGE_ELEMS * 2 + 1024;   /* + room to align to 1024 */
+/* Tiles in bytes: a k-tile row is 128 bytes whatever the element (64 16-bit, 128 E4M3 values) */
+constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 3, THREADS = 256;
+constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
+constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024;   /* + room to align to 1024 */
 
-/* element offset of 16-byte chunk ch of row r in a 128-byte-swizzled tile */
-__device__ __forceinline__ int swz(int r, int ch) { return (r * 8 + (ch ^ (r & 7))) * 8; }
+/* The operands: element type, bytes, and the wgmma that takes 32 bytes of K (k16 / k32) */
+struct F16 { typedef __half T; static constexpr int ESZ = 2; };
+struct BF16 { typedef __nv_bfloat16 T; static constexpr int ESZ = 2; };
+struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };
 
-/* element offset of column c (even) of row r in the epilogue's [BM][BN] staging tile */
-__device__ __forceinline__ int swz_out(int r, int c) { return r * BN + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7); }
+/* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
+ * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16) */
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2 };
+struct Epi {
+    const void *bias;
+    const float *col_scale;
+    float out_inv;
+};
+
+/* byte offset of 16-byte chunk ch of row r in a 128-byte-swizzled tile */
+__device__ __forceinline__ uint32_t swz(int r, int ch) { return (uint32_t)(r * 8 + (ch ^ (r & 7))) * 16; }
+
+/* byte offset of byte b (of 16-byte chunk b / 16) of row r in the epilogue's staging tile (rows of
+ * RB bytes, the chunk index XORed with r % 8) */
+template <int RB>
+__device__ __forceinline__ int swz_out(int r, int b) { return r * RB + ((((b >> 4) ^ (r & 7))) << 4) + (b & 15); }
 
 /* 16-byte async copy global -> shared (a shared-window address); when !valid zero-filled, src not read */
 __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, bool valid) {
@@ -75,23 +102,23 @@ __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, bool
  * tail needs zero-filling; offsets are 32-bit (the launcher checks rows x K < 2^31). */
 template <int R, typename T>
 struct TileLoader {
-    static constexpr int J = R / 32;
-    const T *g;          /* column 8 (tid % 8) of row 0 */
+    static constexpr int J = R / 32, CE = 16 / (int)sizeof(T);   /* elements a chunk */
+    const T *g;          /* the thread's chunk column of row 0 */
     int off[J];          /* elements from g to row tid / 8 + 32 j (clamped) */
     uint32_t soff;       /* bytes from a tile's start to the thread's first chunk */
-    int k8;              /* 8 (tid % 8): the chunk's first column within a k-tile */
+    int kc;              /* the chunk's first column within a k-tile */
     __device__ __forceinline__ void init(const T *base, int r0, int rows, int K, int tid) {
         const int r = tid >> 3;
-        k8 = (tid & 7) * 8, g = base + k8, soff = (uint32_t)swz(r, tid & 7) * 2;
+        kc = (tid & 7) * CE, g = base + kc, soff = swz(r, tid & 7);
 #pragma unroll
         for (int j = 0; j < J; j++) off[j] = min(r0 + r + 32 * j, rows - 1) * K;
     }
     __device__ __forceinline__ void load(uint32_t s, int k0, int K) const {
-        const bool ok = k0 + k8 < K;
+        const bool ok = k0 + kc < K;
         const int kk = ok ? k0 : 0;
 #pragma unroll
         for (int j = 0; j < J; j++)   /* row + 32 j: the same swizzle, 32 rows of 128 bytes further on */
-            cp_async16_s(s + soff + j * 32 * BK * 2, g + off[j] + kk, ok);
+            cp_async16_s(s + soff + j * 32 * ROW, g + off[j] + kk, ok);
     }
 };
 
@@ -113,23 +140,31 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define WG_MMA(TY)                                                                              \
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " WG_REGS            \
-                 ", %64, %65, 1, 1, 1, 0, 0;\n"                                                 \
+/* 16-bit operands take transpose flags (0: K-major), E4M3 ones are K-major only */
+#define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
+    asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS ", %64, %65, 1, 1, 1" TAIL ";\n" \
                  : WG_D64                                                                       \
                  : "l"(da), "l"(db))
 
-/* d [64] += A (64 x 16, descriptor da) @ B (128 x 16, descriptor db)^T */
-template <typename T> __device__ __forceinline__ void wgmma_64x128(float d[64], uint64_t da, uint64_t db);
-template <> __device__ __forceinline__ void wgmma_64x128<__half>(float d[64], uint64_t da, uint64_t db) { WG_MMA("f16"); }
-template <> __device__ __forceinline__ void wgmma_64x128<__nv_bfloat16>(float d[64], uint64_t da, uint64_t db) {
-    WG_MMA("bf16");
+/* d [64] += A (64 rows x 32 bytes of K, descriptor da) @ B (128 rows x 32 bytes, db)^T */
+template <class E> __device__ __forceinline__ void wgmma_64x128(float d[64], uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void wgmma_64x128<F16>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k16.f32.f16.f16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128<BF16>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k16.f32.bf16.bf16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128<E4M3>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k32.f32.e4m3.e4m3", "");
 }
 
-template <typename T, bool GELU>
+template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
-gemm_wgmma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ bias,
-                  int M, int K, int N) {
+gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, const typename E::T *__restrict__ w,
+                  Epi ep, int M, int K, int N) {
+    typedef typename E::T T;
+    constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
+    constexpr int OSZ = EPI == FP8_GELU ? 1 : 2, OROW = BN * OSZ;   /* output bytes an element, a tile row */
     extern __shared__ unsigned char smem_raw[];
     /* the pipeline's stages from a 1024-byte aligned shared address on (the swizzle's atoms) */
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -145,9 +180,9 @@ gemm_wgmma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__rest
     TileLoader<BN, T> lb;
     la.init(in, m0, M, K, tid), lb.init(w, n0, N, K, tid);
     auto load_stage = [&](int slot, int kt) {
-        const uint32_t sa = s0 + slot * STAGE_ELEMS * 2;
+        const uint32_t sa = s0 + slot * STAGE_BYTES;
         la.load(sa, kt * BK, K);
-        lb.load(sa + TILE_A * 2, kt * BK, K);
+        lb.load(sa + TILE_A, kt * BK, K);
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
@@ -161,11 +196,11 @@ gemm_wgmma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__rest
         __syncthreads();   /* stage kt landed for every thread; slot (kt - 1) % STAGES is free */
         if (kt + STAGES - 1 < KT) load_stage(fill, kt + STAGES - 1);
         cp_async_commit();
-        const uint32_t sa = s0 + use * STAGE_ELEMS * 2;
-        const uint64_t da = sw128_desc(sa + wg * 64 * BK * 2), db = sw128_desc(sa + TILE_A * 2);
+        const uint32_t sa = s0 + use * STAGE_BYTES;
+        const uint64_t da = sw128_desc(sa + wg * 64 * ROW), db = sw128_desc(sa + TILE_A);
         wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < BK / 16; ks++) wgmma_64x128<T>(d, da + 2 * ks, db + 2 * ks);   /* + 32 bytes */
+        for (int ks = 0; ks < ROW / 32; ks++) wgmma_64x128<E>(d, da + 2 * ks, db + 2 * ks);   /* + 32 bytes */
         wgmma_commit();
         wgmma_wait_all();
         use = use == STAGES - 1 ? 0 : use + 1, fill = fill == STAGES - 1 ? 0 : fill + 1;
@@ -173,42 +208,51 @@ gemm_wgmma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__rest
     cp_async_wait_all();
     __syncthreads();   /* every warpgroup is done with the pipeline's shared memory */
 
-    /* epilogue: bias, GELU, round; into a [BM][BN] staging tile, chunk c of row r at c ^ (r % 8) */
-    T *stage = reinterpret_cast<T *>(smem_raw + (s0 - smem_addr(smem_raw)));
+    /* epilogue: into a [BM][OROW bytes] staging tile, chunk c of row r at c ^ (r % 8) */
+    unsigned char *stage = smem_raw + (s0 - smem_addr(smem_raw));
     const int r_lo = wg * 64 + wq * 16 + (lane >> 2);
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
         const int c = j * 8 + 2 * (lane & 3), col = n0 + c;
-        float2 b = make_float2(0.0f, 0.0f);   /* the bias pair (4-byte aligned: swin_gemm_mma_supports) */
-        if (bias && col < N) b = unpack2<T>(*reinterpret_cast<const uint32_t *>(bias + col));
-        const float b0 = b.x, b1 = b.y;
+        float2 b = make_float2(0.0f, 0.0f), cs = make_float2(1.0f, 1.0f);   /* pairs: 4/8-byte aligned */
+        if constexpr (EPI == FP8_GELU) {
+            if (ep.bias && col < N) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
+            if (col < N) cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
+        } else if (ep.bias && col < N) {
+            b = unpack2<T>(*reinterpret_cast<const uint32_t *>((const T *)ep.bias + col));
+        }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int r = r_lo + h * 8;
-            float v0 = d[4 * j + 2 * h] + b0, v1 = d[4 * j + 2 * h + 1] + b1;
-            if (GELU) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);
-            *reinterpret_cast<uint32_t *>(stage + swz_out(r, c)) = pack2<T>(v0, v1);
+            float v0 = fmaf(d[4 * j + 2 * h], cs.x, b.x), v1 = fmaf(d[4 * j + 2 * h + 1], cs.y, b.y);
+            if (EPI != PLAIN) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);
+            if constexpr (EPI == FP8_GELU)
+                *reinterpret_cast<uint16_t *>(stage + swz_out<OROW>(r, c)) =
+                    (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
+            else
+                *reinterpret_cast<uint32_t *>(stage + swz_out<OROW>(r, 2 * c)) = pack2<T>(v0, v1);
         }
     }
     __syncthreads();
-    /* 16 chunks of 16 bytes a row; a warp writes two whole rows per step */
+    /* whole 16-byte chunks, OROW / 16 a row; a warp writes whole rows per step */
+    constexpr int RCH = OROW / 16, CCOL = 16 / OSZ;   /* chunks a row, columns a chunk */
 #pragma unroll
-    for (int i = tid; i < BM * BN / 8; i += THREADS) {
-        const int r = i >> 4, ch = i & 15, row = m0 + r, col = n0 + ch * 8;
+    for (int i = tid; i < BM * RCH; i += THREADS) {
+        const int r = i / RCH, ch = i % RCH, row = m0 + r, col = n0 + ch * CCOL;
         if (row >= M || col >= N) continue;
-        *reinterpret_cast<uint4 *>(out + (size_t)row * N + col) =
-            *reinterpret_cast<const uint4 *>(stage + r * BN + ((ch ^ (r & 7)) * 8));
+        *reinterpret_cast<uint4 *>((unsigned char *)out + ((size_t)row * N + col) * OSZ) =
+            *reinterpret_cast<const uint4 *>(stage + r * OROW + ((ch ^ (r & 7)) << 4));
     }
 }
 
-
-template <typename T, bool GELU>
-swin_status launch(T *out, const T *in, const T *w, const T *bias, int M, int K, int N, cudaStream_t st) {
+template <class E, int EPI>
+swin_status launch(void *out, const void *in, const void *w, Epi ep, int M, int K, int N, cudaStream_t st) {
+    typedef typename E::T T;
     /* above 48 KiB of dynamic shared memory needs the opt-in (the attribute is per device) */
-    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_wgmma_kernel<T, GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_wgmma_kernel<E, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)SMEM));
     dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));   /* along N fastest: A shared in L2 */
-    gemm_wgmma_kernel<T, GELU><<<grid, THREADS, SMEM, st>>>(out, in, w, bias, M, K, N);
+    gemm_wgmma_kernel<E, EPI><<<grid, THREADS, SMEM, st>>>(out, (const T *)in, (const T *)w, ep, M, K, N);
     SWIN_LAUNCH_CHECK("gemm_wgmma_kernel", st);
     return SWIN_OK;
 }
@@ -227,7 +271,7 @@ extern "C" int swin_gemm_wgmma_available(void) {
              cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
              major == 9 && minor == 0;
     cudaFuncAttributes fa;
-    if (ok && cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<__half, true>) != cudaSuccess) ok = 0;
+    if (ok && cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<F16, GELU>) != cudaSuccess) ok = 0;
     (void)cudaGetLastError();   /* a missing image is an answer here, not an error for the next launch */
     if (dev >= 0 && dev < 64) known[dev] = ok ? 1 : 2;
     return ok;
@@ -241,13 +285,34 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M x K and N x K must be below 2^31 (M %d, K %d, N %d)", op, M, K, N);
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
-    const bool gelu = act == SWIN_ACT_GELU;
-    if (dt == SWIN_DT_F16) {
-        typedef __half H;
-        return gelu ? launch<H, true>((H *)out, (const H *)in, (const H *)w, (const H *)bias, M, K, N, st)
-                    : launch<H, false>((H *)out, (const H *)in, (const H *)w, (const H *)bias, M, K, N, st);
-    }
-    typedef __nv_bfloat16 B;
-    return gelu ? launch<B, true>((B *)out, (const B *)in, (const B *)w, (const B *)bias, M, K, N, st)
-                : launch<B, false>((B *)out, (const B *)in, (const B *)w, (const B *)bias, M, K, N, st);
+    const Epi ep = {bias, NULL, 1.0f};
+    if (dt == SWIN_DT_F16)
+        return act == SWIN_ACT_GELU ? launch<F16, GELU>(out, in, w, ep, M, K, N, st)
+                                    : launch<F16, PLAIN>(out, in, w, ep, M, K, N, st);
+    return act == SWIN_ACT_GELU ? launch<BF16, GELU>(out, in, w, ep, M, K, N, st)
+                                : launch<BF16, PLAIN>(out, in, w, ep, M, K, N, st);
+}
+
+extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                                    const float *col_scale, const void *bias, float out_inv, int M,
+                                                    int K, int N, cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_fp8_gelu_cuda";
+    if (!out_q || !in_q || !w_q || !col_scale)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out_q, in_q, w_q and col_scale must not be NULL", op);
+    if (M <= 0 || K <= 0 || N <= 0 || K % 16 || N % 16)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs M, K, N > 0, K and N multiples of 16 (M %d, K %d, N %d)",
+                         op, M, K, N);
+    if ((((uintptr_t)out_q | (uintptr_t)in_q | (uintptr_t)w_q) & 15u) || ((uintptr_t)col_scale & 7u) ||
+        ((uintptr_t)bias & 3u))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: out_q, in_q, w_q 16-byte aligned, col_scale 8, bias 4", op);
+    if ((const void *)out_q == (const void *)in_q || (const void *)out_q == (const void *)w_q)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
+    if (!(out_inv > 0.0f) || !isfinite(out_inv))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out_inv %g (expected finite > 0)", op, (double)out_inv);
+    if ((long long)M * K >= INT_MAX || (long long)N * K >= INT_MAX)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M x K and N x K must be below 2^31 (M %d, K %d, N %d)", op, M, K, N);
+    if (!swin_gemm_wgmma_available())
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
+    const Epi ep = {bias, col_scale, out_inv};
+    return launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
 }

@@ -62,6 +62,20 @@ static int fused_quant_on(void) {
     return on;
 }
 
+/* FP8 MLPs whose fc1 and fc2 both run on the FP8 GEMM go through one wgmma kernel for fc1, GELU
+ * and fc2's quantisation (kernels/sm90/gemm_wgmma.cu) on compute capability 9.0, unless
+ * SWIN_FP8_FUSED_MLP=0 in the environment (read once; then cuBLASLt's FP8 fc1 writes fp16 and a
+ * GELU + quantise pass follows, as on other GPUs). */
+static int fp8_mlp_fused(const swin_engine *e, const swin_dblock *w) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_FP8_FUSED_MLP");
+        on = !(v && strcmp(v, "0") == 0);
+    }
+    return on && swin_engine_fp8_site(e, &w->fc1) && swin_dlin_fp8_gemm(&w->fc1) && swin_dlin_fp8_gemm(&w->fc2) &&
+           swin_gemm_wgmma_available();
+}
+
 /* The E4M3 input of FP8 site w, written by the op that writes the site's 16-bit input (ops.h
  * swin_q8_dst; keep16: that op still writes the 16-bit values), when the site runs on the FP8 GEMM
  * and no calibration records its input; NULL: the 16-bit input goes through quant(). */
@@ -137,11 +151,22 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
  * E4M3 input is already in e->q8 (q8_for).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
  * with --mlp fused (auto on Hopper): fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu,
- * kernels/sm90/gemm_wgmma.cu); FP8: fc1
- * in FP8, then GELU and fc2's quantisation in one pass. */
+ * kernels/sm90/gemm_wgmma.cu); FP8 on Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM
+ * (fp8_mlp_fused); FP8 elsewhere: fc1 in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
                        int C, int hidden, int in_q8, const char *fc2_name) {
     const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
+    if (fp8_fc2 && fp8_mlp_fused(e, w)) {
+        /* fc1 reads its E4M3 input from e->q8 and writes fc2's into hid (free until fc2 reads it) */
+        uint8_t *hq = (uint8_t *)e->hid;
+        if (!in_q8) SWIN_TRY(quant(e, in, &w->fc1, T));
+        OP(GEMM, "fc1+gelu+quantize",
+           swin_gemm_wgmma_fp8_gelu_cuda(hq, (const uint8_t *)e->q8, w->fc1.q, w->fc1.wsx, w->fc1.b,
+                                         1.0f / e->scale[w->fc2.site], T, C, hidden, e->stream));
+        OP(GEMM, fc2_name, swin_linear_fp8_cuda(out, hq, e->ones, w->fc2.q, w->fc2.wsx, w->fc2.b, residual, T, hidden,
+                                                C, e->gemm, e->stream));
+        return SWIN_OK;
+    }
     const int fused = e->opt.mlp == SWIN_MLP_FUSED && e->dt != SWIN_DT_F32 && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
     if (!in_q8) SWIN_TRY(quant(e, in, &w->fc1, T));
