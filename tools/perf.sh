@@ -2,6 +2,8 @@
 # perf.sh - the whole performance comparison as ONE command on a GPU machine: build swin, run
 # `swin bench --json` and tools/bench_torch.py (timm eager and torch.compile) over the same grid,
 # then tools/perf_table.py writes OUTDIR/PERFORMANCE.md. Copy that file to docs/; never edit it.
+# The end-to-end section of docs/PERFORMANCE.md (tools/bench_pipeline.sh, a run of its own) is
+# carried over into it unchanged.
 #
 #   bash tools/perf.sh [OUTDIR]        (default OUTDIR: $OUT when set, else perf-out)
 #
@@ -201,6 +203,11 @@ done
 if [ ${#inputs[@]} -gt 0 ]; then
   python3 tools/perf_table.py -o "$out/PERFORMANCE.md" --perf-command "$cmdline" "${inputs[@]}" ||
     failed+=("perf_table")
+  # the end-to-end section (tools/bench_pipeline.sh, its own run, which names its GPU and date)
+  # is carried over from docs/PERFORMANCE.md rather than dropped
+  if [ -s "$out/PERFORMANCE.md" ] && grep -q '<!-- pipeline:begin' docs/PERFORMANCE.md 2>/dev/null; then
+    { echo; sed -n '/<!-- pipeline:begin/,/<!-- pipeline:end -->/p' docs/PERFORMANCE.md; } >>"$out/PERFORMANCE.md"
+  fi
 else
   failed+=("perf_table (no inputs)")
 fi
