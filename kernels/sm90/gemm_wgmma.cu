@@ -19,24 +19,24 @@
  *
  * Kernel: a CTA of two warpgroups (256 threads) computes a 128 x 128 tile of out, each
  * warpgroup 64 rows with wgmma.m64n128k16 (k32 for E4M3; 64 fp32 accumulators a thread).
- * k-tiles of 128 bytes of a row (64 16-bit or 128 E4M3 values) go through a 3-stage cp.async pipeline, every thread copying 16-byte
- * chunks; two CTAs fit an SM (97 KiB of shared memory each), so one's epilogue overlaps the
- * other's mainloop. Both operands are K-major, as wgmma reads them without transposes, stored
+ * k-tiles of 128 bytes of a row (64 16-bit or 128 E4M3 values) go through a 3-stage cp.async
+ * pipeline, every thread copying 16-byte chunks; two CTAs fit an SM (97 KiB of shared memory
+ * each), so one's epilogue overlaps the other's mainloop. Both operands are K-major, as wgmma reads them without transposes, stored
  * in the 128-byte swizzle: row r of a tile at byte 128 r, its 16-byte chunk c at chunk
  * c ^ (r % 8), 8-row atoms of 1024 bytes (tiles 1024-byte aligned). A shared-memory matrix
  * descriptor names the atom layout (start address, stride 1024 bytes between 8-row groups,
- * swizzle mode 128B); the k16 steps inside a k-tile advance its start address by 32 bytes (the
- * hardware applies the swizzle to the full address). Rows past M or N read the last row (they
- * only feed outputs that are not stored), chunks past K are zero-filled, so any M, and K, N
- * multiples of 8, run (Swin-T's K = 96 is one and a half k-tiles).
+ * swizzle mode 128B); the 32-byte k steps inside a k-tile advance its start address by 32
+ * bytes (the hardware applies the swizzle to the full address). Rows past M or N read the last
+ * row (they only feed outputs that are not stored), chunks past K are zero-filled, so any M, and
+ * K, N multiples of 8 (16 for E4M3), run (Swin-T's K = 96 is one and a half 16-bit k-tiles).
  * Ordering: cp.async writes shared memory through the generic proxy and wgmma reads it through
  * the async proxy, so every thread fences (fence.proxy.async) after its copies land and before
  * the barrier that publishes them; a k-tile's wgmmas complete (wait_group 0) before the
  * barrier after which its slot is refilled.
  * Epilogue: the accumulator of thread t holds, per 8-column group j, columns 8 j + 2 (t % 4)
- * + {0, 1} of rows 16 (warp % 4) + t / 4 (+ 8); bias and GELU in fp32, rounded once to 16 bits,
- * staged through shared memory (chunk index XORed with the row, conflict-free) and written as
- * whole 16-byte chunks, 256 contiguous bytes a row. The GELU is swin_gelu_erfc (common.cuh: the
+ * + {0, 1} of rows 16 (warp % 4) + t / 4 (+ 8); scale, bias and GELU in fp32, rounded once to
+ * the output type, staged through shared memory (chunk index XORed with the row, conflict-free)
+ * and written as whole 16-byte chunks, 256 (E4M3: 128) contiguous bytes a row. The GELU is swin_gelu_erfc (common.cuh: the
  * erf GELU through an erfc with 1.2e-7 fractional error, 20 instructions against erff's 26).
  * Where the time goes (H200, ncu, Swin-T fc1 at batch 256): the kernel is bound by instruction
  * issue (71% of issue slots busy, DRAM 20%, two CTAs an SM by registers), the GELU being most of
@@ -66,7 +66,7 @@ constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 3, THREADS = 256;
 constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
 constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024;   /* + room to align to 1024 */
 
-/* The operands: element type, bytes, and the wgmma that takes 32 bytes of K (k16 / k32) */
+/* The operands: element type and bytes (wgmma_64x128 below: the instruction for 32 bytes of K) */
 struct F16 { typedef __half T; static constexpr int ESZ = 2; };
 struct BF16 { typedef __nv_bfloat16 T; static constexpr int ESZ = 2; };
 struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };

@@ -216,7 +216,7 @@ typedef struct {
     bench_stats e2e;                   /* the chosen configuration */
     double e2e_fused, e2e_unfused, attn_fused, attn_unfused;
     double mlp_fused, mlp_unfused;     /* end to end with the chosen attention, each MLP; 0 when the
-                                          MLP has one implementation only (fp32, tf32, fp8) */
+                                          --mlp does not apply (fp32, tf32, fp8) */
     int have_profile;
     swin_engine_profile prof;
 } bench_result;
@@ -349,7 +349,7 @@ static void print_table(const bench_args *a, const char *arch, const char *sourc
     }
     printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end with each\n"
            "attention; MLP: end to end with each MLP (fc1 + GELU as one GEMM, or cuBLASLt + a GELU pass;\n"
-           "fp16 and bf16 only: in fp32, tf32 and fp8 the MLP has one implementation).\n");
+           "fp16 and bf16 only: --mlp does not apply to fp32, tf32 and fp8).\n");
     for (int i = 0; i < n; i++)
         if (res[i].have_profile) print_breakdown(&res[i], stages);
 }
