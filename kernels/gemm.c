@@ -14,7 +14,8 @@
  * swin_gemm_set_fused_gelu(g, 1) a 16-bit GELU layer without residual runs instead on our own
  * tensor-core GEMM with the bias and the erf GELU in its epilogue (kernels/gemm_mma.cu) where the
  * shape allows; on Hopper its large tiles run on the wgmma version of that kernel
- * (kernels/sm90/gemm_wgmma.cu; SWIN_GEMM_WGMMA=0 keeps the mma.sync one).
+ * (kernels/sm90/gemm_wgmma.cu; SWIN_GEMM_WGMMA=0 keeps the mma.sync one), which also takes a
+ * TF32 handle's GELU layers of large tiles (fp32 data, TF32 math as cuBLASLt's).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
@@ -398,13 +399,17 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     if (act == SWIN_ACT_GELU && residual == out)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: GELU with a residual that aliases out (M %d, N %d)", op, M, N);
 
-    if (act == SWIN_ACT_GELU && !residual && g->fused_gelu &&
-        swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias)) {
-        /* wgmma where 128 x 128 tiles fill the GPU (gemm_mma.cu's large-tile rule), else mma.sync */
-        if (g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms &&
-            (long long)M * K < INT_MAX && (long long)N * K < INT_MAX)
-            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
-        return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
+    if (act == SWIN_ACT_GELU && !residual && g->fused_gelu) {
+        /* wgmma where 128 x 128 tiles fill the GPU (gemm_mma.cu's large-tile rule), else mma.sync
+         * (16-bit only: a TF32 layer of small tiles stays on cuBLASLt + the GELU op) */
+        const int large = g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms &&
+                          (long long)M * K < INT_MAX && (long long)N * K < INT_MAX;
+        if (g->prec == SWIN_TF32 && large && K % 8 == 0 && N % 8 == 0 &&
+            !(((uintptr_t)out | (uintptr_t)in | (uintptr_t)w) & 15u) && !((uintptr_t)bias & 7u))
+            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, SWIN_DT_F32, st);
+        if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
+            return large ? swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st)
+                         : swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     }
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);

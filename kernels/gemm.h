@@ -34,7 +34,8 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
                              const void *residual, int M, int K, int N, swin_act act,
                              swin_gemm *g, cudaStream_t st);
 
-/* Which GEMM runs a linear layer with GELU (fp16 / bf16 handles): unfused (0, the default),
+/* Which GEMM runs a linear layer with GELU (fp16 / bf16 handles; TF32 ones on Hopper's large
+ * tiles only): unfused (0, the default),
  * cuBLASLt followed by the GELU op; fused (1), our tensor-core kernel with the bias and the exact
  * GELU in its epilogue (gemm_mma.cu) where the shape allows (swin_gemm_mma_supports), else the
  * former (on Hopper its large tiles on sm90/gemm_wgmma.cu). The engine's --mlp auto fuses only
@@ -53,7 +54,8 @@ swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const v
 swin_status swin_gemm_mma_check(const char *op, void *out, const void *in, const void *w, const void *bias, int M,
                                 int K, int N, swin_act act, swin_dtype dt);
 
-/* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only):
+/* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only; dt
+ * SWIN_DT_F32 means TF32 math on fp32 data, a bias 8-byte aligned):
  * swin_gemm_mma_cuda takes it for its large-tile shapes where available, unless SWIN_GEMM_WGMMA=0
  * in the environment (then the mma.sync kernel, for comparison). Callable directly (the tests);
  * SWIN_ERR_UNSUPPORTED where swin_gemm_wgmma_available() says 0. */

@@ -3,7 +3,8 @@
  * + GELU, fc2 384->96 + residual in place, reduction 384->192 without bias), plus the patch
  * embedding, a separate residual, GELU + residual and the head.
  * fp16 / bf16 GELU layers run first on our tensor-core GEMM (kernels/gemm_mma.cu, switched on;
- * its large tiles on kernels/sm90/gemm_wgmma.cu on a compute capability 9.0 GPU, which must have it),
+ * its large tiles on kernels/sm90/gemm_wgmma.cu on a compute capability 9.0 GPU, which must have it,
+ * and which also runs tf32's GELU layers of large tiles there),
  * then every GELU case again without it (cuBLASLt + the GELU op, the default), and it gets
  * its own shapes: both tile sizes, partial tiles in M and N, K not a multiple of its k-tile,
  * Swin-B and stage-4 widths, no bias and no activation, and shapes it refuses; both kernels
@@ -235,7 +236,7 @@ int main(int argc, char **argv) {
         swin_gemm *g = NULL;
         swin_status st = swin_gemm_create(&g, p->prec, ws, WS_BYTES);
         if (!CHECK(st == SWIN_OK, "swin_gemm_create(%s): %s", swin_precision_str(p->prec), swin_last_error())) continue;
-        swin_gemm_set_fused_gelu(g, 1);   /* fp32 / tf32: no effect (the tensor-core GEMM is 16-bit) */
+        swin_gemm_set_fused_gelu(g, 1);   /* fp32: no effect; tf32: wgmma's large tiles (Hopper) */
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
             if (quick && Ms[mi] > 1000) continue;
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -262,6 +263,7 @@ int main(int argc, char **argv) {
             run_direct(p, 6000, 192, 768, 1, SWIN_ACT_GELU, 0);   /* mma.sync large tiles, also on Hopper */
             if (wgmma) wgmma_cases(p, quick);
         }
+        if (p->prec == SWIN_TF32 && wgmma && !mma_only) wgmma_cases(p, quick);   /* TF32 on wgmma (dt f32) */
         if (p->prec == SWIN_FP32 || p->prec == SWIN_TF32) probe[p->prec == SWIN_TF32] = tf32_probe(g);
         if (p->prec == SWIN_FP16) argument_checks(g);
         swin_gemm_free(g);

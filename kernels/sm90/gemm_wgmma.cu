@@ -70,6 +70,7 @@ constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024;   /* + room to alig
 struct F16 { typedef __half T; static constexpr int ESZ = 2; };
 struct BF16 { typedef __nv_bfloat16 T; static constexpr int ESZ = 2; };
 struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };
+struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storage, TF32 math */
 
 /* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
  * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16) */
@@ -140,7 +141,7 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-/* 16-bit operands take transpose flags (0: K-major), E4M3 ones are K-major only */
+/* 16-bit operands take transpose flags (0: K-major), E4M3 and TF32 ones are K-major only */
 #define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
     asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS ", %64, %65, 1, 1, 1" TAIL ";\n" \
                  : WG_D64                                                                       \
@@ -157,6 +158,9 @@ template <> __device__ __forceinline__ void wgmma_64x128<BF16>(float d[64], uint
 template <> __device__ __forceinline__ void wgmma_64x128<E4M3>(float d[64], uint64_t da, uint64_t db) {
     WG_MMA("m64n128k32.f32.e4m3.e4m3", "");
 }
+template <> __device__ __forceinline__ void wgmma_64x128<TF32>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k8.f32.tf32.tf32", "");   /* K-major only; the operands' low 13 mantissa bits unread */
+}
 
 template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
@@ -164,7 +168,7 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
                   Epi ep, int M, int K, int N) {
     typedef typename E::T T;
     constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
-    constexpr int OSZ = EPI == FP8_GELU ? 1 : 2, OROW = BN * OSZ;   /* output bytes an element, a tile row */
+    constexpr int OSZ = EPI == FP8_GELU ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
     extern __shared__ unsigned char smem_raw[];
     /* the pipeline's stages from a 1024-byte aligned shared address on (the swizzle's atoms) */
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -209,6 +213,7 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
     __syncthreads();   /* every warpgroup is done with the pipeline's shared memory */
 
     /* epilogue: into a [BM][OROW bytes] staging tile, chunk c of row r at c ^ (r % 8) */
+    static_assert(BM * OROW <= STAGES * STAGE_BYTES, "the staging tile fits the pipeline's shared memory");
     unsigned char *stage = smem_raw + (s0 - smem_addr(smem_raw));
     const int r_lo = wg * 64 + wq * 16 + (lane >> 2);
 #pragma unroll
@@ -218,6 +223,8 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
         if constexpr (EPI == FP8_GELU) {
             if (ep.bias && col < N) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
             if (col < N) cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
+        } else if constexpr (E::ESZ == 4) {
+            if (ep.bias && col < N) b = *reinterpret_cast<const float2 *>((const float *)ep.bias + col);
         } else if (ep.bias && col < N) {
             b = unpack2<T>(*reinterpret_cast<const uint32_t *>((const T *)ep.bias + col));
         }
@@ -229,6 +236,8 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
             if constexpr (EPI == FP8_GELU)
                 *reinterpret_cast<uint16_t *>(stage + swz_out<OROW>(r, c)) =
                     (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
+            else if constexpr (E::ESZ == 4)
+                *reinterpret_cast<float2 *>(stage + swz_out<OROW>(r, 4 * c)) = make_float2(v0, v1);
             else
                 *reinterpret_cast<uint32_t *>(stage + swz_out<OROW>(r, 2 * c)) = pack2<T>(v0, v1);
         }
@@ -280,17 +289,30 @@ extern "C" int swin_gemm_wgmma_available(void) {
 extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M,
                                             int K, int N, swin_act act, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_gemm_wgmma_cuda";
-    SWIN_TRY(swin_gemm_mma_check(op, out, in, w, bias, M, K, N, act, dt));
+    if (dt == SWIN_DT_F32) {   /* TF32: the 16-bit checks with fp32's 8-byte bias pairs */
+        if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
+        if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
+            return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
+        if (M <= 0 || K <= 0 || N <= 0 || K % 8 || N % 8 || (((uintptr_t)out | (uintptr_t)in | (uintptr_t)w) & 15u) ||
+            ((uintptr_t)bias & 7u))
+            return swin_fail(SWIN_ERR_UNSUPPORTED,
+                             "%s: TF32 needs M, K, N > 0 with K and N multiples of 8, 16-byte aligned out, in and "
+                             "w, an 8-byte aligned bias (M %d, K %d, N %d)", op, M, K, N);
+        if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
+    } else {
+        SWIN_TRY(swin_gemm_mma_check(op, out, in, w, bias, M, K, N, act, dt));
+    }
     if ((long long)M * K >= INT_MAX || (long long)N * K >= INT_MAX)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M x K and N x K must be below 2^31 (M %d, K %d, N %d)", op, M, K, N);
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
     const Epi ep = {bias, NULL, 1.0f};
+    const bool gelu = act == SWIN_ACT_GELU;
     if (dt == SWIN_DT_F16)
-        return act == SWIN_ACT_GELU ? launch<F16, GELU>(out, in, w, ep, M, K, N, st)
-                                    : launch<F16, PLAIN>(out, in, w, ep, M, K, N, st);
-    return act == SWIN_ACT_GELU ? launch<BF16, GELU>(out, in, w, ep, M, K, N, st)
-                                : launch<BF16, PLAIN>(out, in, w, ep, M, K, N, st);
+        return gelu ? launch<F16, GELU>(out, in, w, ep, M, K, N, st) : launch<F16, PLAIN>(out, in, w, ep, M, K, N, st);
+    if (dt == SWIN_DT_BF16)
+        return gelu ? launch<BF16, GELU>(out, in, w, ep, M, K, N, st) : launch<BF16, PLAIN>(out, in, w, ep, M, K, N, st);
+    return gelu ? launch<TF32, GELU>(out, in, w, ep, M, K, N, st) : launch<TF32, PLAIN>(out, in, w, ep, M, K, N, st);
 }
 
 extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,

@@ -76,6 +76,18 @@ static int fp8_mlp_fused(const swin_engine *e, const swin_dblock *w) {
            swin_gemm_wgmma_available();
 }
 
+/* tf32 with --mlp fused (or auto) on Hopper: fc1 + GELU on the wgmma GEMM's TF32 variant, opt-in
+ * with SWIN_TF32_FUSED_MLP=1 (read once) because it has not run on a GPU yet (written and
+ * compiled, with its test cases in test_gpu_gemm, when the session had no device time left) */
+static int tf32_mlp_fused(const swin_engine *e) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_TF32_FUSED_MLP");
+        on = v && v[0] && strcmp(v, "0") != 0;
+    }
+    return on && e->opt.precision == SWIN_TF32;
+}
+
 /* The E4M3 input of FP8 site w, written by the op that writes the site's 16-bit input (ops.h
  * swin_q8_dst; keep16: that op still writes the 16-bit values), when the site runs on the FP8 GEMM
  * and no calibration records its input; NULL: the 16-bit input goes through quant(). */
@@ -150,8 +162,9 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
  * E4M3 input is already in e->q8 (q8_for).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
- * with --mlp fused (auto on Hopper): fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu,
- * kernels/sm90/gemm_wgmma.cu); FP8 on Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM
+ * with --mlp fused (auto on Hopper), and tf32 there with SWIN_TF32_FUSED_MLP=1 (tf32_mlp_fused):
+ * fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu, kernels/sm90/gemm_wgmma.cu; a
+ * tf32 fc1 of small tiles stays unfused); FP8 on Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM
  * (fp8_mlp_fused); FP8 elsewhere: fc1 in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
                        int C, int hidden, int in_q8, const char *fc2_name) {
@@ -167,7 +180,7 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
                                                 C, e->gemm, e->stream));
         return SWIN_OK;
     }
-    const int fused = e->opt.mlp == SWIN_MLP_FUSED && e->dt != SWIN_DT_F32 && !fp8_fc2 &&
+    const int fused = e->opt.mlp == SWIN_MLP_FUSED && (e->dt != SWIN_DT_F32 || tf32_mlp_fused(e)) && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
     if (!in_q8) SWIN_TRY(quant(e, in, &w->fc1, T));
     if (fused) {
