@@ -21,8 +21,7 @@
  * Test: build tests/test_gpu_attention (ctest -L gpu), or run it with the source dir as argv[1];
  * SWIN_TEST_QUICK=1 runs a small subset (for compute-sanitizer).
  */
-#include <stdlib.h>
-#include <string.h>
+
 #include <limits.h>
 
 #include "attention_common.cuh"
@@ -73,15 +72,9 @@ static swin_status device_limits(int *sms, int *smem_optin) {
 
 // ---- launchers
 
-/* a switch in the environment: unset or empty gives dflt, "0" off, anything else on */
-static bool env_on(const char *name, bool dflt) {
-    const char *v = getenv(name);
-    return !v || !v[0] ? dflt : strcmp(v, "0") != 0;
-}
-
 /* SWIN_ATTN_EXACT=1 in the environment: the exact-width kernels where head_dim is one (read once) */
 static bool exact_on() {
-    static const bool on = env_on("SWIN_ATTN_EXACT", false);
+    static const bool on = swin_env_on("SWIN_ATTN_EXACT", 0);
     return on;
 }
 
@@ -89,7 +82,7 @@ static bool exact_on() {
  * 79 instead of 94, 6 CTAs per SM instead of 5; H200, Swin-T fp16: attention 3% faster at batch
  * 256, end to end 0.5% to 2.6%); SWIN_ATTN_KB64=1 in the environment restores blocks of 64 (read once) */
 static bool kb32_on() {
-    static const bool on = !env_on("SWIN_ATTN_KB64", false);
+    static const bool on = swin_env_on("SWIN_ATTN_KB64", 0) == 0;
     return on;
 }
 
@@ -227,7 +220,7 @@ swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_ta
 
 /* SWIN_ATTN_TF32=0 in the environment: SWIN_ATTN_IMPL_TF32 runs the true-fp32 kernel (read once) */
 static bool tf32_on() {
-    static const bool on = env_on("SWIN_ATTN_TF32", true);
+    static const bool on = swin_env_on("SWIN_ATTN_TF32", 1);
     return on;
 }
 

@@ -34,7 +34,6 @@
  * input row), their pointers set on the cached descriptor before every call, as the bias's is.
  * Test: tests/test_gpu_gemm.c, tests/test_gpu_fp8.c (FP8).
  */
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,10 +222,8 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->prec = prec;
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
-    const char *tune = getenv("SWIN_GEMM_TUNE");
-    g->tune = !(tune && strcmp(tune, "0") == 0);
-    const char *wg = getenv("SWIN_GEMM_WGMMA");
-    g->wgmma = !(wg && strcmp(wg, "0") == 0) && swin_gemm_wgmma_available();
+    g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
+    g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -402,14 +399,11 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     if (act == SWIN_ACT_GELU && !residual && g->fused_gelu) {
         /* wgmma where 128 x 128 tiles fill the GPU (gemm_mma.cu's large-tile rule), else mma.sync
          * (16-bit only: a TF32 layer of small tiles stays on cuBLASLt + the GELU op) */
-        const int large = g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms &&
-                          (long long)M * K < INT_MAX && (long long)N * K < INT_MAX;
-        if (g->prec == SWIN_TF32 && large && K % 8 == 0 && N % 8 == 0 &&
-            !(((uintptr_t)out | (uintptr_t)in | (uintptr_t)w) & 15u) && !((uintptr_t)bias & 7u))
-            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, SWIN_DT_F32, st);
+        const int large = g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms;
+        if (large && g->prec != SWIN_FP32 && swin_gemm_wgmma_supports(g->dt, M, K, N, out, in, w, bias))
+            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);   /* fp32 data: TF32 */
         if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
-            return large ? swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st)
-                         : swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
+            return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     }
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);

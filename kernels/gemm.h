@@ -49,17 +49,22 @@ int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const void *out, 
                            const void *bias);
 swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                swin_act act, swin_dtype dt, cudaStream_t st);
-/* its argument checks (op names the caller in the message): SWIN_ERR_ARGUMENT or
- * SWIN_ERR_UNSUPPORTED (swin_gemm_mma_supports), else SWIN_OK */
-swin_status swin_gemm_mma_check(const char *op, void *out, const void *in, const void *w, const void *bias, int M,
-                                int K, int N, swin_act act, swin_dtype dt);
+/* the argument checks of it and of swin_gemm_wgmma_cuda (op names the caller in the message):
+ * SWIN_ERR_ARGUMENT for NULLs, an unknown activation or out aliasing an input;
+ * SWIN_ERR_UNSUPPORTED, naming what the kernel needs, when !supported (the caller's *_supports) */
+swin_status swin_gemm_mma_check(const char *op, const char *needs, int supported, const void *out, const void *in,
+                                const void *w, swin_act act, swin_dtype dt, int M, int K, int N);
 
 /* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only; dt
- * SWIN_DT_F32 means TF32 math on fp32 data, a bias 8-byte aligned):
- * swin_gemm_mma_cuda takes it for its large-tile shapes where available, unless SWIN_GEMM_WGMMA=0
- * in the environment (then the mma.sync kernel, for comparison). Callable directly (the tests);
- * SWIN_ERR_UNSUPPORTED where swin_gemm_wgmma_available() says 0. */
+ * SWIN_DT_F32 means TF32 math on fp32 data): swin_linear_cuda takes it for a fused GELU layer of
+ * large tiles where available, unless SWIN_GEMM_WGMMA=0 in the environment (then the mma.sync
+ * kernel, for comparison). Callable directly (the tests); SWIN_ERR_UNSUPPORTED where
+ * swin_gemm_wgmma_available() says 0 or swin_gemm_wgmma_supports says no: fp16, bf16 or fp32,
+ * M, K, N > 0 with K and N multiples of 8, M x K and N x K below 2^31, out, in and w 16-byte
+ * aligned, bias (may be NULL) aligned to a pair of elements. */
 int swin_gemm_wgmma_available(void);
+int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in, const void *w,
+                             const void *bias);
 swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                  swin_act act, swin_dtype dt, cudaStream_t st);
 /* FP8 fc1 in one wgmma GEMM (Hopper), GELU and the next layer's quantisation in its epilogue:

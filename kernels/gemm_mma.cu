@@ -193,22 +193,25 @@ extern "C" int swin_gemm_mma_supports(swin_dtype dt, int M, int K, int N, const 
            swin_aligned16(out) && swin_aligned16(in) && swin_aligned16(w) && (!bias || ((uintptr_t)bias & 3u) == 0);
 }
 
-extern "C" swin_status swin_gemm_mma_check(const char *op, void *out, const void *in, const void *w, const void *bias,
-                                           int M, int K, int N, swin_act act, swin_dtype dt) {
+extern "C" swin_status swin_gemm_mma_check(const char *op, const char *needs, int supported, const void *out,
+                                           const void *in, const void *w, swin_act act, swin_dtype dt, int M, int K,
+                                           int N) {
     if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
     if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
-    if (!swin_gemm_mma_supports(dt, M, K, N, out, in, w, bias))
-        return swin_fail(SWIN_ERR_UNSUPPORTED,
-                         "%s: needs fp16 or bf16, M, K, N > 0 with K and N multiples of 8, and 16-byte aligned "
-                         "out, in and w (got dtype %d, M %d, K %d, N %d)", op, (int)dt, M, K, N);
+    if (!supported)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs %s (got dtype %d, M %d, K %d, N %d)", op, needs, (int)dt, M, K,
+                         N);
     if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
     return SWIN_OK;
 }
 
 extern "C" swin_status swin_gemm_mma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
                                           int N, swin_act act, swin_dtype dt, cudaStream_t st) {
-    SWIN_TRY(swin_gemm_mma_check("swin_gemm_mma_cuda", out, in, w, bias, M, K, N, act, dt));
+    SWIN_TRY(swin_gemm_mma_check("swin_gemm_mma_cuda",
+                                 "fp16 or bf16, M, K, N > 0 with K and N multiples of 8, and 16-byte aligned out, in "
+                                 "and w", swin_gemm_mma_supports(dt, M, K, N, out, in, w, bias), out, in, w, act, dt,
+                                 M, K, N));
     return dt == SWIN_DT_F16 ? launch_act<__half>(out, in, w, bias, M, K, N, act, st)
                              : launch_act<__nv_bfloat16>(out, in, w, bias, M, K, N, act, st);
 }

@@ -3,6 +3,8 @@
 #define SWIN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include "swin.h"
 
 #ifdef __cplusplus
@@ -38,6 +40,13 @@ static inline void *swin_carve(char *base, size_t *off, size_t bytes) {
     size_t o = (*off + 255u) & ~(size_t)255u;
     *off = o + bytes;
     return base ? (void *)(base + o) : NULL;
+}
+
+/* A switch in the environment (the kernels' SWIN_* comparison switches): unset or empty gives
+ * dflt, "0" off, anything else on. Callers read it once and keep the answer. */
+static inline int swin_env_on(const char *name, int dflt) {
+    const char *v = getenv(name);
+    return !v || !v[0] ? dflt : strcmp(v, "0") != 0;
 }
 
 /* Read a whole small file (configs, label lists) up to max bytes; NUL-terminated. */

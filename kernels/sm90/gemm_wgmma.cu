@@ -286,24 +286,22 @@ extern "C" int swin_gemm_wgmma_available(void) {
     return ok;
 }
 
+extern "C" int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
+                                        const void *w, const void *bias) {
+    const uintptr_t pair = dt == SWIN_DT_F32 ? 8u : 4u;   /* the epilogue's bias loads */
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16 || dt == SWIN_DT_F32) && M > 0 && K > 0 && N > 0 && K % 8 == 0 &&
+           N % 8 == 0 && (long long)M * K < INT_MAX && (long long)N * K < INT_MAX &&   /* 32-bit loader offsets */
+           !(((uintptr_t)out | (uintptr_t)in | (uintptr_t)w) & 15u) && !((uintptr_t)bias & (pair - 1));
+}
+
 extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M,
                                             int K, int N, swin_act act, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_gemm_wgmma_cuda";
-    if (dt == SWIN_DT_F32) {   /* TF32: the 16-bit checks with fp32's 8-byte bias pairs */
-        if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
-        if (act != SWIN_ACT_NONE && act != SWIN_ACT_GELU)
-            return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown activation %d", op, (int)act);
-        if (M <= 0 || K <= 0 || N <= 0 || K % 8 || N % 8 || (((uintptr_t)out | (uintptr_t)in | (uintptr_t)w) & 15u) ||
-            ((uintptr_t)bias & 7u))
-            return swin_fail(SWIN_ERR_UNSUPPORTED,
-                             "%s: TF32 needs M, K, N > 0 with K and N multiples of 8, 16-byte aligned out, in and "
-                             "w, an 8-byte aligned bias (M %d, K %d, N %d)", op, M, K, N);
-        if (out == in || out == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out aliases an input", op);
-    } else {
-        SWIN_TRY(swin_gemm_mma_check(op, out, in, w, bias, M, K, N, act, dt));
-    }
-    if ((long long)M * K >= INT_MAX || (long long)N * K >= INT_MAX)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M x K and N x K must be below 2^31 (M %d, K %d, N %d)", op, M, K, N);
+    SWIN_TRY(swin_gemm_mma_check(op,
+                                 "fp16, bf16 or fp32 (TF32), M, K, N > 0 with K and N multiples of 8, M x K and N x K "
+                                 "below 2^31, 16-byte aligned out, in and w, a bias aligned to a pair of elements",
+                                 swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias), out, in, w, act, dt, M, K,
+                                 N));
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
     const Epi ep = {bias, NULL, 1.0f};

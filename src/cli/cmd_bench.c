@@ -98,7 +98,7 @@ static int parse(int argc, char **argv, bench_args *a) {
             VALUE();
             if (!strcmp(v, "fused")) a->attention = SWIN_ATTN_FUSED;
             else if (!strcmp(v, "unfused")) a->attention = SWIN_ATTN_UNFUSED;
-            else return cli_usage_error(CMD, "bad --attention '%s' (expected auto, fused or unfused)", v);
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
         } else if (!strcmp(f, "--mlp")) {
             VALUE();
             if (cli_parse_mlp(v, &a->mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected auto, fused or unfused)", v);

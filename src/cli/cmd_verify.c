@@ -106,7 +106,7 @@ static int parse(int argc, char **argv, verify_args *a) {
             VALUE();
             if (!strcmp(v, "fused")) a->so.attention = SWIN_ATTN_FUSED;
             else if (!strcmp(v, "unfused")) a->so.attention = SWIN_ATTN_UNFUSED;
-            else return cli_usage_error(CMD, "bad --attention '%s' (expected auto, fused or unfused)", v);
+            else return cli_usage_error(CMD, "bad --attention '%s' (expected fused or unfused)", v);
         } else if (!strcmp(f, "--mlp")) {
             VALUE();
             if (cli_parse_mlp(v, &a->so.mlp)) return cli_usage_error(CMD, "bad --mlp '%s' (expected auto, fused or unfused)", v);

@@ -55,10 +55,7 @@ static swin_status quant(swin_engine *e, const void *in, const swin_dlin *w, int
  * are byte-identical, test_gpu_kernels "q8" cases, and so are the logits). */
 static int fused_quant_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_FP8_FUSED_QUANT");
-        on = !(v && strcmp(v, "0") == 0);
-    }
+    if (on < 0) on = swin_env_on("SWIN_FP8_FUSED_QUANT", 1);
     return on;
 }
 
@@ -68,12 +65,9 @@ static int fused_quant_on(void) {
  * GELU + quantise pass follows, as on other GPUs). */
 static int fp8_mlp_fused(const swin_engine *e, const swin_dblock *w) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_FP8_FUSED_MLP");
-        on = !(v && strcmp(v, "0") == 0);
-    }
-    return on && swin_engine_fp8_site(e, &w->fc1) && swin_dlin_fp8_gemm(&w->fc1) && swin_dlin_fp8_gemm(&w->fc2) &&
-           swin_gemm_wgmma_available();
+    if (on < 0) on = swin_env_on("SWIN_FP8_FUSED_MLP", 1);
+    return on && e->wgmma && swin_engine_fp8_site(e, &w->fc1) && swin_dlin_fp8_gemm(&w->fc1) &&
+           swin_dlin_fp8_gemm(&w->fc2);
 }
 
 /* tf32 with --mlp fused (or auto) on Hopper: fc1 + GELU on the wgmma GEMM's TF32 variant, opt-in
@@ -81,10 +75,7 @@ static int fp8_mlp_fused(const swin_engine *e, const swin_dblock *w) {
  * compiled, with its test cases in test_gpu_gemm, when the session had no device time left) */
 static int tf32_mlp_fused(const swin_engine *e) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_TF32_FUSED_MLP");
-        on = v && v[0] && strcmp(v, "0") != 0;
-    }
+    if (on < 0) on = swin_env_on("SWIN_TF32_FUSED_MLP", 0);
     return on && e->opt.precision == SWIN_TF32;
 }
 
@@ -164,8 +155,9 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
  * with --mlp fused (auto on Hopper), and tf32 there with SWIN_TF32_FUSED_MLP=1 (tf32_mlp_fused):
  * fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu, kernels/sm90/gemm_wgmma.cu; a
- * tf32 fc1 of small tiles stays unfused); FP8 on Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM
- * (fp8_mlp_fused); FP8 elsewhere: fc1 in FP8, then GELU and fc2's quantisation in one pass. */
+ * tf32 fc1 of small tiles stays unfused); FP8 on Hopper: fc1, GELU and fc2's quantisation in one
+ * wgmma GEMM (fp8_mlp_fused); FP8 elsewhere: fc1 in FP8, then GELU and fc2's quantisation in one
+ * pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
                        int C, int hidden, int in_q8, const char *fc2_name) {
     const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
@@ -412,7 +404,8 @@ static swin_status setup(swin_engine *e) {
      * (else a batch said to fit could leave too little for them); the workspace comes later */
     SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, NULL, 0));
     /* auto: fused where its large tiles run on wgmma (swin.h) */
-    if (e->opt.mlp == SWIN_MLP_AUTO) e->opt.mlp = swin_gemm_wgmma_available() ? SWIN_MLP_FUSED : SWIN_MLP_UNFUSED;
+    e->wgmma = swin_gemm_wgmma_available();
+    if (e->opt.mlp == SWIN_MLP_AUTO) e->opt.mlp = e->wgmma ? SWIN_MLP_FUSED : SWIN_MLP_UNFUSED;
     swin_gemm_set_fused_gelu(e->gemm, e->opt.mlp == SWIN_MLP_FUSED);
     SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
     if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
@@ -448,8 +441,7 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
     if (!gpu_geometry(m, why, sizeof why))
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %s is not supported on the GPU yet (use --device cpu)",
                          m->cfg.arch, why);
-    const char *sync = getenv("SWIN_CUDA_SYNC");
-    if (sync && *sync && strcmp(sync, "0") != 0) swin_cuda_debug_sync = 1;
+    if (swin_env_on("SWIN_CUDA_SYNC", 0)) swin_cuda_debug_sync = 1;
 
     swin_engine *e = calloc(1, sizeof *e);
     if (!e) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
