@@ -67,6 +67,18 @@ int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out
                              const void *bias);
 swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                  swin_act act, swin_dtype dt, cudaStream_t st);
+/* The transformer block's MLP as one kernel on Hopper (kernels/sm90/mlp_wgmma.cu, compute
+ * capability 9.0), the hidden kept on chip:
+ *   out [M, C] = gelu(in [M, C] @ w1 [H, C]^T + b1 [H]) @ w2 [C, H]^T + b2 [C] (+ res [M, C])
+ * fp16 / bf16, fp32 accumulation, the hidden rounded to the data type after the GELU; biases may
+ * be NULL, res may be NULL or out itself (no other aliasing). swin_mlp_wgmma_supports: fp16 or
+ * bf16, C 96, 128 or 192, H a multiple of 128, M x C and H x C below 2^31, in, w1, w2 16-byte
+ * aligned, out, biases and res 4-byte aligned; swin_mlp_wgmma_cuda returns SWIN_ERR_UNSUPPORTED
+ * where that or swin_gemm_wgmma_available() says no. */
+int swin_mlp_wgmma_supports(swin_dtype dt, int M, int C, int H, const void *out, const void *in, const void *w1,
+                            const void *b1, const void *w2, const void *b2, const void *res);
+swin_status swin_mlp_wgmma_cuda(void *out, const void *in, const void *w1, const void *b1, const void *w2,
+                                const void *b2, const void *res, int M, int C, int H, swin_dtype dt, cudaStream_t st);
 /* FP8 fc1 in one wgmma GEMM (Hopper), GELU and the next layer's quantisation in its epilogue:
  *   out_q [M, N] = e4m3(gelu((in_q [M, K] @ w_q [N, K]^T) * col_scale [N] + bias [N]) * out_inv)
  * E4M3 in_q, w_q and out_q (out_q must not alias them), col_scale fp32 (the weight's per-channel

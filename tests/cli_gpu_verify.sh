@@ -60,6 +60,7 @@ for dir in "${refs[@]}"; do
   verify "$dir" --precision fp16 --attention unfused
   verify "$dir" --precision fp16 --mlp fused
   verify "$dir" --precision fp16 --mlp unfused   # the default (auto) is fused on Hopper
+  verify "$dir" --precision tf32 --mlp unfused   # tf32's default is fused on Hopper too
   verify "$dir" --precision fp16 --graphs off
 done
 

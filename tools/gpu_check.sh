@@ -13,9 +13,11 @@
 #      runs once (ctest.log)
 #   4. swin verify --device cuda on every tests/data/ref_*/ fixture in fp32, tf32, fp16, bf16, fp8,
 #      plus fp16 with --attention unfused, fp16 with --mlp fused and unfused (the default, auto,
-#      is fused on Hopper) and fp16 with --graphs off (verify.log)
+#      is fused on Hopper), tf32 with --mlp unfused and fp16 with --graphs off (verify.log); then
+#      random-weight full-size Swin-T and SwinV2-T (tools/random_model.py, make_reference.py) in
+#      fp16, bf16, tf32 and the one-kernel MLP, which only Swin's own widths reach
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_preprocess,
+#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_mlp, test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
 #      relative error, top-1 and PASS/FAIL as `swin verify` prints them ("unsupported on GPU" for
@@ -62,7 +64,7 @@ else
   variants=("fp32|--precision fp32" "tf32|--precision tf32" "fp16|--precision fp16"
             "bf16|--precision bf16" "fp8|--precision fp8" "fp16 unfused|--precision fp16 --attention unfused"
             "fp16 mlp fused|--precision fp16 --mlp fused" "fp16 mlp unfused|--precision fp16 --mlp unfused"
-            "fp16 graphs off|--precision fp16 --graphs off")
+            "tf32 mlp unfused|--precision tf32 --mlp unfused" "fp16 graphs off|--precision fp16 --graphs off")
 fi
 failed=()
 T0=$SECONDS
@@ -135,6 +137,18 @@ fixtures=(tests/data/ref_*/)
 field() {  # field PHRASE FILE: the first word after PHRASE on its line
   grep -m1 -E "^$1" "$2" | sed -E "s/^$1[: ]*//" | awk '{print $1}'
 }
+# record FIXTURE LABEL EXIT: the verdict of the verify output in $work/v, into verify.tsv
+record() {
+  local last verdict=FAIL
+  last=$(grep -v '^[[:space:]]*$' "$work/v" | tail -n1)
+  [ "$3" = 0 ] && [[ $last == PASS* ]] && verdict=PASS
+  # a geometry the CUDA engine refuses by design (session creation, exit 2): reported, not failed
+  [ "$3" = 2 ] && grep -q 'is not supported on the GPU yet' "$work/v" && verdict=UNSUPPORTED
+  [ $verdict = FAIL ] && failed+=("verify $1 $2")
+  printf '%s|%s|%s|%s|%s|%s|%s\n' "$1" "$2" "$(field 'max abs error' "$work/v")" \
+    "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
+    "$verdict" "${last:0:120}" >>"$work/verify.tsv"
+}
 for dir in "${fixtures[@]}"; do
   dir=${dir%/}
   fx=$(basename "$dir")
@@ -150,17 +164,42 @@ for dir in "${fixtures[@]}"; do
     fi
     { echo "######## $fx $label: swin verify --model $dir --device $device ${flags[*]} (exit $rc)"
       cat "$work/v"; } >>"$out/verify.log"
-    last=$(grep -v '^[[:space:]]*$' "$work/v" | tail -n1)
-    verdict=FAIL
-    [ $rc = 0 ] && [[ $last == PASS* ]] && verdict=PASS
-    # a geometry the CUDA engine refuses by design (session creation, exit 2): reported, not failed
-    [ $rc = 2 ] && grep -q 'is not supported on the GPU yet' "$work/v" && verdict=UNSUPPORTED
-    [ $verdict = FAIL ] && failed+=("verify $fx $label")
-    printf '%s|%s|%s|%s|%s|%s|%s\n' "$fx" "$label" "$(field 'max abs error' "$work/v")" \
-      "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
-      "$verdict" "${last:0:120}" >>"$work/verify.tsv"
+    record "$fx" "$label" $rc
   done
 done
+
+# ---- 4b. full-size models: the fixtures are small (C 8 to 32), so the kernels that take only
+# Swin's own widths (the one-kernel MLP: C 96, 128, 192) need real shapes. Random-weight Swin-T
+# and SwinV2-T (tools/random_model.py) with a float64 reference of 4 random inputs
+# (tools/make_reference.py); needs python3 with torch and timm (the GPU machine has them).
+full_variants=("fp16|--precision fp16" "bf16|--precision bf16" "tf32|--precision tf32"
+               "fp16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision fp16"
+               "bf16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision bf16")
+if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
+  step "full-size models"
+  for arch in swin_tiny_patch4_window7_224 swinv2_tiny_window8_256; do
+    fx=full_$arch md=$work/$arch
+    if ! { python3 tools/random_model.py "$arch" "$md" &&
+           python3 tools/make_reference.py "$md" --batch 4 -o "$md/ref.safetensors"; } >"$work/m" 2>&1; then
+      cat "$work/m" >>"$out/verify.log"
+      failed+=("full-size $arch: model or reference not made (python3 with torch and timm?)")
+      echo "$fx|model|||||$(tail -n1 "$work/m")" >>"$work/verify.tsv"
+      continue
+    fi
+    for v in "${full_variants[@]}"; do
+      label=${v%%|*}
+      read -r -a flags <<<"${v#*|}"
+      envs=()
+      while [[ ${flags[0]} == *=* ]]; do envs+=("${flags[0]}"); flags=("${flags[@]:1}"); done
+      rc=0
+      env "${envs[@]}" timeout 300 "$build/swin" verify --model "$md" --reference "$md/ref.safetensors" \
+        --device cuda "${flags[@]}" >"$work/v" 2>&1 || rc=$?
+      { echo "######## $fx $label: ${envs[*]} swin verify --model $md --device cuda ${flags[*]} (exit $rc)"
+        cat "$work/v"; } >>"$out/verify.log"
+      record "$fx" "$label" $rc
+    done
+  done
+fi
 
 # ---- 5. compute-sanitizer
 : >"$work/san.tsv"
@@ -193,13 +232,14 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp8
   fi
   export SWIN_TEST_QUICK=1
-  for t in test_gpu_attention test_gpu_gemm test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline; do
+  for t in test_gpu_attention test_gpu_gemm test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff \
+           test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
       # racecheck on the attention: the quick cases with one image and one head, fused kernels only
       # (SWIN_TEST_QUICK=2: racecheck reports hazards inside cuBLAS's own sm90 GEMMs, which the
       # unfused baseline runs; excluding them by name crashed the sanitizer)
-      # (the same for test_gpu_gemm: SWIN_TEST_QUICK=2 runs only our GEMM kernel's cases)
-      { [ $t = test_gpu_attention ] || [ $t = test_gpu_gemm ]; } && SWIN_TEST_QUICK=2
+      # (the same for test_gpu_gemm and test_gpu_mlp: SWIN_TEST_QUICK=2 runs only our kernels' cases)
+      { [ $t = test_gpu_attention ] || [ $t = test_gpu_gemm ] || [ $t = test_gpu_mlp ]; } && SWIN_TEST_QUICK=2
       [ $t = test_gpu_pipeline ] || sanitize "racecheck: $t (quick)" racecheck "$build/tests/$t" "$root"
       SWIN_TEST_QUICK=1
       sanitize "memcheck: $t (quick)" memcheck "$build/tests/$t" "$root"

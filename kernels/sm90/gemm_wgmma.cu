@@ -36,14 +36,17 @@
  * Epilogue: the accumulator of thread t holds, per 8-column group j, columns 8 j + 2 (t % 4)
  * + {0, 1} of rows 16 (warp % 4) + t / 4 (+ 8); scale, bias and GELU in fp32, rounded once to
  * the output type, staged through shared memory (chunk index XORed with the row, conflict-free)
- * and written as whole 16-byte chunks, 256 (E4M3: 128) contiguous bytes a row. The GELU is swin_gelu_erfc (common.cuh: the
- * erf GELU through an erfc with 1.2e-7 fractional error, 20 instructions against erff's 26).
- * Where the time goes (H200, ncu, Swin-T fc1 at batch 256): the kernel is bound by instruction
- * issue (71% of issue slots busy, DRAM 20%, two CTAs an SM by registers), the GELU being most of
- * the epilogue's instructions and the copies' address arithmetic most of the mainloop's; the
- * loader's set-up-once offsets and the erfc GELU took fc1 + GELU from 3.99 to 3.48 ms (cuBLASLt
- * fc1 + the GELU pass: 3.56). Next: TMA for the copies (no per-thread addresses), and fc2 from
- * the hidden kept on chip.
+ * and written as whole 16-byte chunks, 256 (E4M3: 128) contiguous bytes a row. The GELU of
+ * 16-bit and E4M3 outputs is swin_gelu_erf16 (common.cuh: Abramowitz & Stegun's erfc, error at
+ * most 0.75e-7 |x|, 14 instructions), of fp32 (TF32) outputs swin_gelu_erfc (1.2e-7 fractional,
+ * 20 instructions; erff: 26).
+ * Where the time goes (H200, ncu, Swin-T fc1 at batch 256, stage 1: 34 instructions an output
+ * element with swin_gelu_erfc): the kernel is bound by instruction issue (70% of issue slots
+ * busy, DRAM 20%, two CTAs an SM by registers), the GELU being most of the epilogue's
+ * instructions and the copies' address arithmetic most of the mainloop's; the loader's
+ * set-up-once offsets and the erfc GELU took fc1 + GELU from 3.99 to 3.48 ms (cuBLASLt fc1 + the
+ * GELU pass: 3.56), swin_gelu_erf16 to 2.80. Next: TMA for the copies (no per-thread
+ * addresses); the MLP as one kernel is mlp_wgmma.cu (not faster yet: its header).
  * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_linear_cuda),
  * tests/test_gpu_fp8.c (swin_gemm_wgmma_fp8_gelu_cuda against the host).
  */
@@ -53,7 +56,7 @@
 
 #include "common.cuh"
 #include "gemm.h"
-#include "mma.cuh"
+#include "sm90/wgmma.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_wgmma.cu is built for sm_90a only (CMakeLists.txt)"
@@ -81,19 +84,10 @@ struct Epi {
     float out_inv;
 };
 
-/* byte offset of 16-byte chunk ch of row r in a 128-byte-swizzled tile */
-__device__ __forceinline__ uint32_t swz(int r, int ch) { return (uint32_t)(r * 8 + (ch ^ (r & 7))) * 16; }
-
 /* byte offset of byte b (of 16-byte chunk b / 16) of row r in the epilogue's staging tile (rows of
  * RB bytes, the chunk index XORed with r % 8) */
 template <int RB>
 __device__ __forceinline__ int swz_out(int r, int b) { return r * RB + ((((b >> 4) ^ (r & 7))) << 4) + (b & 15); }
-
-/* 16-byte async copy global -> shared (a shared-window address); when !valid zero-filled, src not read */
-__device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
-                 "r"(valid ? 16 : 0));
-}
 
 /* A thread's share of copying a k-tile of a K-contiguous matrix (rows r0 .. r0 + R) into shared
  * memory: 16-byte chunk column tid % 8 of rows tid / 8 + 32 j. The rows' offsets and the shared
@@ -123,27 +117,9 @@ struct TileLoader {
     }
 };
 
-/* shared-memory matrix descriptor of the tile at shared address a: K-major, 128-byte swizzle,
- * 8-row groups 1024 bytes apart */
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t a) {
-    return (uint64_t)((a & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-
-#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-                 "+f"(d[i + 6]), "+f"(d[i + 7])
-#define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
-#define WG_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "            \
-                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
-                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
-                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 /* 16-bit operands take transpose flags (0: K-major), E4M3 and TF32 ones are K-major only */
 #define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
-    asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS ", %64, %65, 1, 1, 1" TAIL ";\n" \
+    asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS64 ", %64, %65, 1, 1, 1" TAIL ";\n" \
                  : WG_D64                                                                       \
                  : "l"(da), "l"(db))
 
@@ -232,7 +208,8 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
         for (int h = 0; h < 2; h++) {
             const int r = r_lo + h * 8;
             float v0 = fmaf(d[4 * j + 2 * h], cs.x, b.x), v1 = fmaf(d[4 * j + 2 * h + 1], cs.y, b.y);
-            if (EPI != PLAIN) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);
+            if (EPI != PLAIN && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
+            else if (EPI != PLAIN) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
             if constexpr (EPI == FP8_GELU)
                 *reinterpret_cast<uint16_t *>(stage + swz_out<OROW>(r, c)) =
                     (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));

@@ -349,7 +349,7 @@ static void print_table(const bench_args *a, const char *arch, const char *sourc
     }
     printf("\nratio = unfused time / fused time: attention ops alone (all blocks), and end to end with each\n"
            "attention; MLP: end to end with each MLP (fc1 + GELU as one GEMM, or cuBLASLt + a GELU pass;\n"
-           "fp16 and bf16 only: --mlp does not apply to fp32, tf32 and fp8).\n");
+           "fp16, bf16, and tf32 on Hopper: --mlp does not apply to fp32 and fp8).\n");
     for (int i = 0; i < n; i++)
         if (res[i].have_profile) print_breakdown(&res[i], stages);
 }
@@ -361,8 +361,8 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     swin_session_options o = bench_options(a);
     int maxb = o.max_batch;
     swin_engine *eng[3] = {NULL, NULL, NULL};
-    /* the other MLP only where --mlp changes anything (16-bit activations, no FP8) */
-    const int two_mlps = a->precision == SWIN_FP16 || a->precision == SWIN_BF16;
+    /* the other MLP only where --mlp changes anything (fp16, bf16; tf32 on Hopper), as engine 0 says */
+    int two_mlps = 0;
     for (int k = 0; k < 2 + two_mlps; k++) {
         o.attention = k != 1 ? a->attention : (a->attention == SWIN_ATTN_FUSED ? SWIN_ATTN_UNFUSED : SWIN_ATTN_FUSED);
         /* the other MLP: against the one engine 0 resolved --mlp auto to */
@@ -374,6 +374,7 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
             /* no GPU, a plan that does not fit, an unsupported geometry: the request cannot run */
             return st == SWIN_ERR_CUDA ? EXIT_FAILED : EXIT_USAGE;
         }
+        if (k == 0) two_mlps = swin_engine_mlp_selectable(eng[0]);
     }
     char gpu[256] = "?";
     int drv = 0, rt = 0;

@@ -70,13 +70,29 @@ static int fp8_mlp_fused(const swin_engine *e, const swin_dblock *w) {
            swin_dlin_fp8_gemm(&w->fc2);
 }
 
-/* tf32 with --mlp fused (or auto) on Hopper: fc1 + GELU on the wgmma GEMM's TF32 variant, opt-in
- * with SWIN_TF32_FUSED_MLP=1 (read once) because it has not run on a GPU yet (written and
- * compiled, with its test cases in test_gpu_gemm, when the session had no device time left) */
+/* tf32 with --mlp fused (or auto) on Hopper: fc1 + GELU on the wgmma GEMM's TF32 variant
+ * (kernels/sm90/gemm_wgmma.cu); SWIN_TF32_FUSED_MLP=0 in the environment (read once) keeps
+ * cuBLASLt + the GELU pass. Elsewhere tf32 has no fused fc1 (engine setup resolves --mlp to
+ * unfused there). */
 static int tf32_mlp_fused(const swin_engine *e) {
     static int on = -1;
-    if (on < 0) on = swin_env_on("SWIN_TF32_FUSED_MLP", 0);
-    return on && e->opt.precision == SWIN_TF32;
+    if (on < 0) on = swin_env_on("SWIN_TF32_FUSED_MLP", 1);
+    return on && e->wgmma && e->opt.precision == SWIN_TF32;
+}
+
+/* fp16 / bf16 with --mlp fused on Hopper, opt-in: the whole MLP in one kernel
+ * (kernels/sm90/mlp_wgmma.cu, the hidden on chip) for the widths it has (C 96, 128, 192).
+ * SWIN_MLP_ONE_KERNEL (read once): unset or 0 off (fc1 + GELU and fc2 as two GEMMs), 1 where its
+ * 128-token tiles fill the GPU, 2 whatever the tiles. Off by default because it is not faster yet
+ * (H200, Swin-T fp16 batch 256: stage 1 1.37 ms against 1.40 for the two GEMMs, stage 2 1.22
+ * against 0.79; its header says why). */
+static int mlp_one_kernel(const swin_engine *e, int T) {
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("SWIN_MLP_ONE_KERNEL");
+        mode = !v || !v[0] ? 0 : !strcmp(v, "2") ? 2 : strcmp(v, "0") != 0;
+    }
+    return e->wgmma && (mode == 2 || (mode == 1 && (T + 127) / 128 >= e->sms));
 }
 
 /* The E4M3 input of FP8 site w, written by the op that writes the site's 16-bit input (ops.h
@@ -153,11 +169,12 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
  * E4M3 input is already in e->q8 (q8_for).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
- * with --mlp fused (auto on Hopper), and tf32 there with SWIN_TF32_FUSED_MLP=1 (tf32_mlp_fused):
+ * with --mlp fused (auto on Hopper), and tf32 there (tf32_mlp_fused):
  * fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu, kernels/sm90/gemm_wgmma.cu; a
- * tf32 fc1 of small tiles stays unfused); FP8 on Hopper: fc1, GELU and fc2's quantisation in one
- * wgmma GEMM (fp8_mlp_fused); FP8 elsewhere: fc1 in FP8, then GELU and fc2's quantisation in one
- * pass. */
+ * tf32 fc1 of small tiles stays unfused), or for fp16 / bf16 on Hopper, opt-in, the whole MLP in
+ * one kernel (mlp_one_kernel; not while calibrating, which records the hidden's amax); FP8 on
+ * Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM (fp8_mlp_fused); FP8 elsewhere: fc1
+ * in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
                        int C, int hidden, int in_q8, const char *fc2_name) {
     const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
@@ -174,6 +191,13 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
     }
     const int fused = e->opt.mlp == SWIN_MLP_FUSED && (e->dt != SWIN_DT_F32 || tf32_mlp_fused(e)) && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
+    if (fused && e->dt != SWIN_DT_F32 && !e->recording && mlp_one_kernel(e, T) &&
+        swin_mlp_wgmma_supports(e->dt, T, C, hidden, out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual)) {
+        OP(GEMM, residual ? "mlp+residual" : "mlp",
+           swin_mlp_wgmma_cuda(out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual, T, C, hidden, e->dt,
+                               e->stream));
+        return SWIN_OK;
+    }
     if (!in_q8) SWIN_TRY(quant(e, in, &w->fc1, T));
     if (fused) {
         OP(GEMM, "fc1+gelu", lin(e, e->hid, in, &w->fc1, NULL, T, C, hidden, SWIN_ACT_GELU));
@@ -405,7 +429,11 @@ static swin_status setup(swin_engine *e) {
     SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, NULL, 0));
     /* auto: fused where its large tiles run on wgmma (swin.h) */
     e->wgmma = swin_gemm_wgmma_available();
+    SWIN_CUDA_TRY(cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, e->dev));
     if (e->opt.mlp == SWIN_MLP_AUTO) e->opt.mlp = e->wgmma ? SWIN_MLP_FUSED : SWIN_MLP_UNFUSED;
+    /* fp32, and tf32 without wgmma, have no fused fc1: say what runs (bench, info) */
+    if (e->opt.precision == SWIN_FP32 || (e->opt.precision == SWIN_TF32 && !tf32_mlp_fused(e)))
+        e->opt.mlp = SWIN_MLP_UNFUSED;
     swin_gemm_set_fused_gelu(e->gemm, e->opt.mlp == SWIN_MLP_FUSED);
     SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
     if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
@@ -465,6 +493,11 @@ swin_status swin_engine_create(const swin_model *m, const swin_session_options *
 }
 
 swin_mlp swin_engine_mlp(const swin_engine *e) { return e->opt.mlp; }
+
+int swin_engine_mlp_selectable(const swin_engine *e) {
+    const swin_precision p = e->opt.precision;
+    return p == SWIN_FP16 || p == SWIN_BF16 || (p == SWIN_TF32 && tf32_mlp_fused(e));
+}
 
 void swin_engine_free(swin_engine *e) {
     if (!e) return;
