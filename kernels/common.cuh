@@ -7,6 +7,7 @@
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_device_sms           the current GPU's multiprocessor count
+ * swin_pdl_wait / _trigger  Programmatic Dependent Launch in a kernel; swin_launch launches one
  */
 #ifndef SWIN_COMMON_CUH
 #define SWIN_COMMON_CUH
@@ -15,6 +16,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+
+#include <utility>
 
 #include "check.h"
 #include "ops.h"
@@ -91,6 +94,53 @@ static inline swin_status swin_device_sms(int *sms) {
     SWIN_CUDA_TRY(cudaGetDevice(&dev));
     SWIN_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
     return SWIN_OK;
+}
+
+// ---- Programmatic Dependent Launch (PDL, compute capability 9.0+)
+// A kernel launched with PDL (swin_launch, when swin_pdl_enabled()) may start while the kernel
+// before it in the stream is still running; it sees that kernel's writes only after
+// griddepcontrol.wait, which returns once the previous grid has completed and flushed its memory.
+// So every kernel of the forward calls swin_pdl_wait() as its first statement, before any global
+// read or write (a later kernel may overwrite what an earlier one still reads). Without PDL, or
+// below sm_90, both calls are no-ops. Where the trigger sits: right after the wait, in every
+// kernel. It lets the next kernel be launched once every CTA of this grid has triggered or exited,
+// and CTAs not yet running have done neither, so triggering first thing cannot hand this grid's
+// later waves' SM slots to the next kernel: its CTAs are placed as this grid's last wave drains
+// (where they block in their own wait), which is the launch latency PDL hides. Correctness does
+// not depend on the trigger's place: the dependent's wait still waits for this whole grid.
+
+__device__ __forceinline__ void swin_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void swin_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* kern<<<grid, block, smem, st>>>(args...), through cudaLaunchKernelEx with programmatic stream
+ * serialization where swin_pdl_enabled() (ops.h). Like <<<>>> it returns nothing: a failure is
+ * left for SWIN_LAUNCH_CHECK's cudaGetLastError(), which every runtime call's error reaches. */
+template <typename... P, typename... A>
+static inline void swin_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                               A &&...args) {
+    if (!swin_pdl_enabled()) {
+        kern<<<grid, block, smem, st>>>(std::forward<A>(args)...);
+        return;
+    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, kern, std::forward<A>(args)...);
 }
 
 /* Dispatch a templated launcher on the runtime dtype: SWIN_DISPATCH(dt, T, expr using T). */

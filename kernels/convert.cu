@@ -1,4 +1,5 @@
-/* convert.cu - dtype conversion op (kernels/ops.h) and the definition of swin_cuda_debug_sync.
+/* convert.cu - dtype conversion op (kernels/ops.h), the definition of swin_cuda_debug_sync and the
+ * PDL switch (swin_pdl_enabled, swin_pdl_set; the launch helper is in common.cuh).
  *
  *   swin_convert_cuda: dst[n] (dt_dst) <- src[n] (dt_src); a device-to-device copy when the
  *   dtypes agree. Used for the input image, the logits and weight uploads; not on a hot path.
@@ -8,15 +9,46 @@
 
 int swin_cuda_debug_sync = 0;
 
+// ---- the PDL switch
+
+static int pdl_override = -1;   /* swin_pdl_set: -1 the environment's */
+
+extern "C" void swin_pdl_set(int on) { pdl_override = on < 0 ? -1 : on != 0; }
+
+/* a kernel built like every kernel of kernels/ but sm90/ (which is sm_90a only) */
+static __global__ void pdl_probe_kernel() {}
+
+/* SWIN_PDL on, compute capability 9.0+, and the kernels the device runs compiled for a virtual
+ * architecture of 90 or more: kernels JIT-compiled from older PTX would lack swin_pdl_wait */
+extern "C" int swin_pdl_enabled(void) {
+    static int env = -1;
+    if (env < 0) env = swin_env_on("SWIN_PDL", 0);
+    if (!(pdl_override < 0 ? env : pdl_override)) return 0;
+    static int known[64];   /* 0 unknown, 1 yes, 2 no; a race only repeats the query */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
+    int major = 0, ok = 0;
+    cudaFuncAttributes fa;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
+        cudaFuncGetAttributes(&fa, pdl_probe_kernel) == cudaSuccess)
+        ok = fa.ptxVersion >= 90;
+    (void)cudaGetLastError();   /* a failed query is an answer here, not an error for the next launch */
+    if (dev >= 0 && dev < 64) known[dev] = ok ? 1 : 2;
+    return ok;
+}
+
 template <typename D, typename S>
 static __global__ void convert_kernel(D *__restrict__ dst, const S *__restrict__ src, size_t n) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         store_f(dst, i, load_f(src, i));
 }
 
 template <typename D, typename S>
 static swin_status convert_launch(D *dst, const S *src, size_t n, cudaStream_t st) {
-    convert_kernel<D, S><<<swin_grid_for(n), 256, 0, st>>>(dst, src, n);
+    swin_launch(convert_kernel<D, S>, swin_grid_for(n), 256, 0, st, dst, src, n);
     SWIN_LAUNCH_CHECK("convert_kernel", st);
     return SWIN_OK;
 }

@@ -25,6 +25,15 @@ static inline size_t swin_dtype_size(swin_dtype dt) { return dt == SWIN_DT_F32 ?
  * so that an asynchronous fault is reported by the op that caused it. */
 extern int swin_cuda_debug_sync;
 
+/* 1 when the ops launch their kernels with Programmatic Dependent Launch on the current device
+ * (kernels/common.cuh): SWIN_PDL=1 in the environment (read once; default 0) or swin_pdl_set(1),
+ * and compute capability 9.0 or newer running kernels built for it (cached per device). A CUDA
+ * graph keeps the launches it was captured with. */
+int swin_pdl_enabled(void);
+/* Override SWIN_PDL for the launches that follow: 1 on, 0 off, -1 the environment's again.
+ * For tests, between forwards (not synchronised with launches on other threads). */
+void swin_pdl_set(int on);
+
 /* ---- conversions */
 /* dst[n] (dt_dst) <- src[n] (dt_src) */
 swin_status swin_convert_cuda(void *dst, swin_dtype dt_dst, const void *src, swin_dtype dt_src,
