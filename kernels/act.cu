@@ -12,6 +12,8 @@
 
 template <typename T, int V>
 static __global__ void gelu_kernel(T *__restrict__ x, const T *__restrict__ residual, size_t packs) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         float a[V];
         pack_load<T, V>(a, x + i * V);
@@ -31,9 +33,9 @@ template <typename T>
 static swin_status gelu_launch(T *x, const T *residual, size_t n, cudaStream_t st) {
     constexpr int VV = swin_vec<T>::n;
     if (n % VV == 0 && swin_aligned16(x) && (!residual || swin_aligned16(residual)))
-        gelu_kernel<T, VV><<<swin_grid_for(n / VV), 256, 0, st>>>(x, residual, n / VV);
+        swin_launch(gelu_kernel<T, VV>, swin_grid_for(n / VV), 256, 0, st, x, residual, n / VV);
     else
-        gelu_kernel<T, 1><<<swin_grid_for(n), 256, 0, st>>>(x, residual, n);
+        swin_launch(gelu_kernel<T, 1>, swin_grid_for(n), 256, 0, st, x, residual, n);
     SWIN_LAUNCH_CHECK("gelu_kernel", st);
     return SWIN_OK;
 }

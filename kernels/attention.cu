@@ -98,7 +98,7 @@ static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cu
                 if (a.g.hd == HD && exact_on()) kern = attn_mma_kernel<HD, T, NW, STREAM, true, 32>;
         }
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    kern<<<(unsigned)grid, NW * 32, smem, st>>>(a);
+    swin_launch(kern, (unsigned)grid, NW * 32, smem, st, a);
     SWIN_LAUNCH_CHECK(STREAM ? "attn_mma_kernel<stream>" : "attn_mma_kernel<resident>", st);
     return SWIN_OK;
 }
@@ -114,7 +114,7 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
     if (per_sm < 1) per_sm = 1;
     const size_t items = (size_t)a.nwin * a.g.heads, cap = (size_t)per_sm * sms;
     const size_t grid = items < cap ? items : cap;
-    kern<<<(unsigned)grid, threads, smem, st>>>(a);
+    swin_launch(kern, (unsigned)grid, threads, smem, st, a);
     SWIN_LAUNCH_CHECK("attn_mma_pipe_kernel", st);
     return SWIN_OK;
 }
@@ -191,7 +191,7 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
         if (g.hd == HD && exact_on()) kern = attn_f32_kernel<HD, true>;   // a.vb == 16: HD % 4 == 0
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
-    kern<<<(unsigned)grid, Tiles::kF32Warps * 32, L.total, st>>>(a);
+    swin_launch(kern, (unsigned)grid, Tiles::kF32Warps * 32, L.total, st, a);
     SWIN_LAUNCH_CHECK("attn_f32_kernel", st);
     return SWIN_OK;
 }
@@ -246,7 +246,7 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
     }
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
-    kern<<<(unsigned)((size_t)nwin * g.heads), Tf32Tiles::kWarps * 32, L.total, st>>>(a);
+    swin_launch(kern, (unsigned)((size_t)nwin * g.heads), Tf32Tiles::kWarps * 32, L.total, st, a);
     SWIN_LAUNCH_CHECK("attn_tf32_kernel", st);
     return SWIN_OK;
 }

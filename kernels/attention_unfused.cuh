@@ -53,6 +53,8 @@ struct UnfusedWs {
 /* pk[which][b][i][c] = qkv[w, i, which, h, c] for c < hd, 0 for hd <= c < hp */
 template <typename T>
 __global__ void unf_pack_kernel(T *pk, const T *qkv, Geom g, int nb, int hp) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x, per = (size_t)nb * g.N * hp;
     if (idx >= 3 * per) return;
     const int c = (int)(idx % hp), i = (int)(idx / hp % g.N);
@@ -66,6 +68,8 @@ __global__ void unf_pack_kernel(T *pk, const T *qkv, Geom g, int nb, int hp) {
 /* out[w, i, h, c] = po[b][i][c] for c < hd */
 template <typename T>
 __global__ void unf_scatter_kernel(T *out, const T *po, Geom g, int nb, int hp) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nb * g.N * g.hd) return;
     const int c = (int)(idx % g.hd), i = (int)(idx / g.hd % g.N), b = (int)(idx / g.hd / g.N);
@@ -75,6 +79,8 @@ __global__ void unf_scatter_kernel(T *out, const T *po, Geom g, int nb, int hp) 
 
 template <typename T>
 __global__ void unf_ptrs_kernel(void **ptrs, const T *qkv, T *out, float *S, T *P, Geom g, int nb) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
     int w = b / g.heads, h = b % g.heads, hd = g.hd;
@@ -91,6 +97,8 @@ __global__ void unf_ptrs_kernel(void **ptrs, const T *qkv, T *out, float *S, T *
 /* rnorm[(b*2 + 0)*N + i] = 1/max(|q_i|, 1e-12), [(b*2 + 1)*N + i] the same for k */
 template <typename T>
 __global__ void unf_rnorm_kernel(float *rnorm, const T *qkv, Geom g, int nb) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nb * 2 * g.N) return;
     int i = (int)(idx % g.N), which = (int)(idx / g.N % 2), b = (int)(idx / g.N / 2);
@@ -109,6 +117,8 @@ template <typename T, int JPL>
 __global__ void __launch_bounds__(Tiles::kSoftmaxWarps * 32)
 unf_softmax_kernel(T *P, const float *S, const float *rnorm, const float *bias_table, const float *scale,
                    Geom g, int v2, int nb) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const int lane = threadIdx.x & 31;
     const size_t row = (size_t)blockIdx.x * Tiles::kSoftmaxWarps + (threadIdx.x >> 5);
     if (row >= (size_t)nb * g.N) return;
@@ -162,8 +172,8 @@ template <typename T, int JPL>
 static swin_status launch_unf_softmax(T *P, const UnfusedWs &ws, const float *bias_table, const float *scale,
                                       const Geom &g, int v2, int nb, cudaStream_t st) {
     size_t rows = (size_t)nb * g.N, blocks = (rows + Tiles::kSoftmaxWarps - 1) / Tiles::kSoftmaxWarps;
-    unf_softmax_kernel<T, JPL><<<(unsigned)blocks, Tiles::kSoftmaxWarps * 32, 0, st>>>(
-        P, ws.S, ws.rnorm, bias_table, scale, g, v2, nb);
+    swin_launch(unf_softmax_kernel<T, JPL>, (unsigned)blocks, Tiles::kSoftmaxWarps * 32, 0, st, P, ws.S, ws.rnorm,
+                bias_table, scale, g, v2, nb);
     SWIN_LAUNCH_CHECK("unf_softmax_kernel", st);
     return SWIN_OK;
 }
@@ -183,14 +193,14 @@ static swin_status launch_unfused(T *out, const T *qkv, const float *bias_table,
     if (hp) {
         const T *pq = (const T *)ws.pk, *pk = pq + (size_t)nb * sqk;
         size_t n = (size_t)3 * nb * sqk;
-        unf_pack_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>((T *)ws.pk, qkv, g, nb, hp);
+        swin_launch(unf_pack_kernel<T>, (unsigned)((n + 255) / 256), 256, 0, st, (T *)ws.pk, qkv, g, nb, hp);
         SWIN_LAUNCH_CHECK("unf_pack_kernel", st);
         /* column-major view: S^T (N x N, ld N) = K (N x hp) . Q^T, packed blocks with ld hp */
         SWIN_CUBLAS_TRY(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.N, hp, &one, pk, ct, hp,
                                                    sqk, pq, ct, hp, sqk, &zero, ws.S, CUDA_R_32F, g.N, snn, nb,
                                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
-        unf_ptrs_kernel<T><<<(nb + 255) / 256, 256, 0, st>>>(ws.ptrs, qkv, out, ws.S, (T *)ws.P, g, nb);
+        swin_launch(unf_ptrs_kernel<T>, (nb + 255) / 256, 256, 0, st, ws.ptrs, qkv, out, ws.S, (T *)ws.P, g, nb);
         SWIN_LAUNCH_CHECK("unf_ptrs_kernel", st);
         /* column-major view: S^T (N x N, ld N) = K (N x hd) . Q^T, K and Q read with ld 3C */
         SWIN_CUBLAS_TRY(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.N, hd, &one,
@@ -201,7 +211,7 @@ static swin_status launch_unfused(T *out, const T *qkv, const float *bias_table,
     }
     if (v2) {
         size_t n = (size_t)nb * 2 * g.N;
-        unf_rnorm_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(ws.rnorm, qkv, g, nb);
+        swin_launch(unf_rnorm_kernel<T>, (unsigned)((n + 255) / 256), 256, 0, st, ws.rnorm, qkv, g, nb);
         SWIN_LAUNCH_CHECK("unf_rnorm_kernel", st);
     }
     swin_status s;
@@ -217,7 +227,7 @@ static swin_status launch_unfused(T *out, const T *qkv, const float *bias_table,
                                                    sqk, ws.P, ct, g.N, snn, &zero, ws.po, ct, hp, sqk, nb,
                                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         size_t n = (size_t)nb * g.N * hd;
-        unf_scatter_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, st>>>(out, (const T *)ws.po, g, nb, hp);
+        swin_launch(unf_scatter_kernel<T>, (unsigned)((n + 255) / 256), 256, 0, st, out, (const T *)ws.po, g, nb, hp);
         SWIN_LAUNCH_CHECK("unf_scatter_kernel", st);
         return SWIN_OK;
     }

@@ -24,6 +24,8 @@ static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
 
 template <typename T>
 static __global__ void amax_kernel(float *__restrict__ amax, const T *__restrict__ x, size_t n) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     unsigned m = 0;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         m = max(m, __float_as_uint(fabsf(load_f(x, i))));
@@ -48,7 +50,7 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
     SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
     unsigned grid = swin_grid_for(n);
     if (grid > 1024) grid = 1024;
-    SWIN_DISPATCH(dt, T, amax_kernel<T><<<grid, 256, 0, st>>>(amax, (const T *)x, n));
+    SWIN_DISPATCH(dt, T, swin_launch(amax_kernel<T>, grid, 256, 0, st, amax, (const T *)x, n));
     SWIN_LAUNCH_CHECK("amax_kernel", st);
     return SWIN_OK;
 }
@@ -59,6 +61,8 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
 template <typename T, int V, bool Gelu>
 static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *__restrict__ x, size_t packs,
                                        float inv) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         unsigned char o[V];
 #pragma unroll
@@ -82,9 +86,9 @@ static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *_
 template <typename T, bool Gelu>
 static swin_status quantize_launch(unsigned char *q, const T *x, size_t n, float inv, cudaStream_t st) {
     if (n % 8 == 0 && ((uintptr_t)q & 7u) == 0)
-        quantize_kernel<T, 8, Gelu><<<swin_grid_for(n / 8), 256, 0, st>>>(q, x, n / 8, inv);
+        swin_launch(quantize_kernel<T, 8, Gelu>, swin_grid_for(n / 8), 256, 0, st, q, x, n / 8, inv);
     else
-        quantize_kernel<T, 1, Gelu><<<swin_grid_for(n), 256, 0, st>>>(q, x, n, inv);
+        swin_launch(quantize_kernel<T, 1, Gelu>, swin_grid_for(n), 256, 0, st, q, x, n, inv);
     SWIN_LAUNCH_CHECK("quantize_kernel", st);
     return SWIN_OK;
 }
@@ -116,6 +120,8 @@ extern "C" swin_status swin_gelu_quantize_fp8_cuda(uint8_t *q, const void *x, si
 template <typename T>
 static __global__ void qdq_kernel(T *__restrict__ y, const T *__restrict__ x, size_t n, float inv, float scale,
                                   int gelu) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float a = load_f(x, i);
         if (gelu) a = swin_gelu_erf(a);
@@ -129,7 +135,8 @@ extern "C" swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float
     float inv = 1.0f / scale;
     SWIN_TRY(quantize_args(op, y, x, n, inv, dt));
     if (y == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: y aliases x", op);
-    SWIN_DISPATCH(dt, T, qdq_kernel<T><<<swin_grid_for(n), 256, 0, st>>>((T *)y, (const T *)x, n, inv, scale, gelu));
+    SWIN_DISPATCH(dt, T, swin_launch(qdq_kernel<T>, swin_grid_for(n), 256, 0, st, (T *)y, (const T *)x, n, inv, scale,
+                                     gelu));
     SWIN_LAUNCH_CHECK("qdq_kernel", st);
     return SWIN_OK;
 }
@@ -139,6 +146,8 @@ extern "C" swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float
 template <typename T>
 static __global__ void weights_kernel(unsigned char *__restrict__ q, float *__restrict__ ws, T *__restrict__ deq,
                                       const float *__restrict__ w, int K) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const float *row = w + (size_t)blockIdx.x * K;
     float m = 0.0f;
     for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(row[k]));
@@ -172,7 +181,7 @@ extern "C" swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, c
     SWIN_TRY(swin_check_ptr(op, "q", q, 1));
     SWIN_TRY(swin_check_ptr(op, "ws", ws, 4));
     SWIN_TRY(swin_check_ptr(op, "w", w, 4));
-    SWIN_DISPATCH(dt, T, weights_kernel<T><<<N, 256, 0, st>>>(q, ws, (T *)deq, w, K));
+    SWIN_DISPATCH(dt, T, swin_launch(weights_kernel<T>, N, 256, 0, st, q, ws, (T *)deq, w, K));
     SWIN_LAUNCH_CHECK("weights_kernel", st);
     return SWIN_OK;
 }
@@ -180,6 +189,8 @@ extern "C" swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, c
 // ---- small vectors
 
 static __global__ void scale_vec_kernel(float *dst, const float *src, float s, int n) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src ? src[i] * s : s;
 }
@@ -188,7 +199,7 @@ extern "C" swin_status swin_scale_vec_cuda(float *dst, const float *src, float s
     static const char op[] = "swin_scale_vec_cuda";
     if (n < 1) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n %d", op, n);
     SWIN_TRY(swin_check_ptr(op, "dst", dst, 4));
-    scale_vec_kernel<<<(n + 255) / 256, 256, 0, st>>>(dst, src, s, n);
+    swin_launch(scale_vec_kernel, (n + 255) / 256, 256, 0, st, dst, src, s, n);
     SWIN_LAUNCH_CHECK("scale_vec_kernel", st);
     return SWIN_OK;
 }

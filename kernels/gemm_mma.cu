@@ -79,6 +79,8 @@ template <class S, typename T, bool GELU>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_CTAS)
 gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ bias,
                 int M, int K, int N) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -160,7 +162,7 @@ swin_status launch_shape(T *out, const T *in, const T *w, const T *bias, int M, 
         SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_mma_kernel<S, T, GELU>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)S::SMEM));
     dim3 grid((unsigned)((N + S::BN - 1) / S::BN), (unsigned)((M + S::BM - 1) / S::BM));
-    gemm_mma_kernel<S, T, GELU><<<grid, S::THREADS, S::SMEM, st>>>(out, in, w, bias, M, K, N);
+    swin_launch(gemm_mma_kernel<S, T, GELU>, grid, S::THREADS, S::SMEM, st, out, in, w, bias, M, K, N);
     SWIN_LAUNCH_CHECK("gemm_mma_kernel", st);
     return SWIN_OK;
 }

@@ -32,6 +32,8 @@ template <typename T, int V, int NV, int LPR>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 ln_pool_kernel(T *__restrict__ out, const T *__restrict__ x, const float *__restrict__ w,
                const float *__restrict__ b, int L, int C, float eps) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     extern __shared__ float acc[];
     const int G = SWIN_ROW_BLOCK / LPR, g = threadIdx.x / LPR, lane = threadIdx.x % LPR;
     const T *xb = x + (size_t)blockIdx.x * L * C;
@@ -81,8 +83,8 @@ static swin_status ln_pool_launch(T *out, const T *x, const float *w, const floa
     int vec_ok = swin_aligned16(x);
     int ok = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
         typedef decltype(cfg) Cfg;
-        ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR>
-            <<<(unsigned)B, SWIN_ROW_BLOCK, (size_t)C * sizeof(float), st>>>(out, x, w, b, L, C, eps);
+        swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR>, (unsigned)B, SWIN_ROW_BLOCK,
+                    (size_t)C * sizeof(float), st, out, x, w, b, L, C, eps);
     });
     if (!ok) return swin_fail(SWIN_ERR_UNSUPPORTED, "swin_ln_pool_cuda: %d channels are too many "
                                   "(at most 2048, or 1024 when not 16-byte aligned)", C);

@@ -19,6 +19,8 @@
 template <typename T>
 static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__restrict__ img, int B,
                                            int H, int W, int p, int hp, int wp) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const int K = 3 * p * p;
     const size_t n = (size_t)B * hp * wp * K;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -36,6 +38,8 @@ static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__
 
 template <typename T>
 static __global__ void im2col_patch4_kernel(T *__restrict__ cols, const float *__restrict__ img, int H, int W) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     /* [3 * 4][W + 4]: the (c, ky) rows of the band, padded by 4 floats against bank conflicts */
     extern __shared__ float4 band4[];
     const int hp = H / 4, wp = W / 4, ld4 = wp + 1, band_idx = blockIdx.x;   /* (b, py) */
@@ -61,12 +65,12 @@ static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W,
     if (p == 4 && W % 4 == 0 && gh == H / 4 && gw == W / 4 && W <= IM2COL4_MAX_W && swin_aligned16(img) &&
         swin_aligned16(cols)) {
         const size_t smem = (size_t)12 * (W + 4) * sizeof(float);
-        im2col_patch4_kernel<T><<<(unsigned)(B * (H / 4)), 256, smem, st>>>(cols, img, H, W);
+        swin_launch(im2col_patch4_kernel<T>, (unsigned)(B * (H / 4)), 256, smem, st, cols, img, H, W);
         SWIN_LAUNCH_CHECK("im2col_patch4_kernel", st);
         return SWIN_OK;
     }
     const size_t n = (size_t)B * gh * gw * 3 * p * p;
-    im2col_patch_kernel<T><<<swin_grid_for(n), 256, 0, st>>>(cols, img, B, H, W, p, gh, gw);
+    swin_launch(im2col_patch_kernel<T>, swin_grid_for(n), 256, 0, st, cols, img, B, H, W, p, gh, gw);
     SWIN_LAUNCH_CHECK("im2col_patch_kernel", st);
     return SWIN_OK;
 }
@@ -76,6 +80,8 @@ static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W,
 template <typename T, int V>
 static __global__ void add_pos_kernel(T *__restrict__ x, const T *__restrict__ pos, size_t packs,
                                       size_t pos_packs) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         float a[V], b[V];
         pack_load<T, V>(a, x + i * V);
@@ -91,9 +97,9 @@ static swin_status add_pos_launch(T *x, const T *pos, int B, int L, int C, cudaS
     constexpr int VV = swin_vec<T>::n;
     const size_t lc = (size_t)L * C, n = lc * B;
     if (swin_aligned16(x) && swin_aligned16(pos) && lc % VV == 0)
-        add_pos_kernel<T, VV><<<swin_grid_for(n / VV), 256, 0, st>>>(x, pos, n / VV, lc / VV);
+        swin_launch(add_pos_kernel<T, VV>, swin_grid_for(n / VV), 256, 0, st, x, pos, n / VV, lc / VV);
     else
-        add_pos_kernel<T, 1><<<swin_grid_for(n), 256, 0, st>>>(x, pos, n, lc);
+        swin_launch(add_pos_kernel<T, 1>, swin_grid_for(n), 256, 0, st, x, pos, n, lc);
     SWIN_LAUNCH_CHECK("add_pos_kernel", st);
     return SWIN_OK;
 }

@@ -185,6 +185,8 @@ template <typename T, int V, int NV, int LPR, class Map>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
               float eps) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const int lane = threadIdx.x % LPR;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
     const bool valid = row < rows && !map.skip(row);   /* skipped rows still join the shuffles */
@@ -282,6 +284,8 @@ template <typename T, int V, class Map>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
                    float eps) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
     if (row >= rows || map.skip(row)) return;   /* the whole warp shares the row */
@@ -341,14 +345,16 @@ static swin_status swin_row_ln_launch(const char *name, const Map &map, int vec_
         typedef decltype(cfg) Cfg;
         const int per_block = SWIN_ROW_BLOCK / Cfg::LPR;
         const unsigned grid = (unsigned)((rows + per_block - 1) / per_block);
-        row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+        swin_launch(row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, Map>, grid, SWIN_ROW_BLOCK, 0, st, map, w, b, rows, C,
+                    eps);
     });
     if (!in_regs) {
         const unsigned grid = (unsigned)((rows + 3) / 4);
         if (vec_ok && C % swin_vec<T>::n == 0)
-            row_ln_loop_kernel<T, swin_vec<T>::n, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+            swin_launch(row_ln_loop_kernel<T, swin_vec<T>::n, Map>, grid, SWIN_ROW_BLOCK, 0, st, map, w, b, rows, C,
+                        eps);
         else
-            row_ln_loop_kernel<T, 1, Map><<<grid, SWIN_ROW_BLOCK, 0, st>>>(map, w, b, rows, C, eps);
+            swin_launch(row_ln_loop_kernel<T, 1, Map>, grid, SWIN_ROW_BLOCK, 0, st, map, w, b, rows, C, eps);
     }
     SWIN_LAUNCH_CHECK(name, st);
     return SWIN_OK;

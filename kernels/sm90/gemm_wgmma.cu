@@ -142,6 +142,8 @@ template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
 gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, const typename E::T *__restrict__ w,
                   Epi ep, int M, int K, int N) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     typedef typename E::T T;
     constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
     constexpr int OSZ = EPI == FP8_GELU ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
@@ -238,7 +240,7 @@ swin_status launch(void *out, const void *in, const void *w, Epi ep, int M, int 
     SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_wgmma_kernel<E, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)SMEM));
     dim3 grid((unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM));   /* along N fastest: A shared in L2 */
-    gemm_wgmma_kernel<E, EPI><<<grid, THREADS, SMEM, st>>>(out, (const T *)in, (const T *)w, ep, M, K, N);
+    swin_launch(gemm_wgmma_kernel<E, EPI>, grid, THREADS, SMEM, st, out, (const T *)in, (const T *)w, ep, M, K, N);
     SWIN_LAUNCH_CHECK("gemm_wgmma_kernel", st);
     return SWIN_OK;
 }
