@@ -27,6 +27,9 @@ swin_mlp swin_engine_mlp(const swin_engine *e);
 /* 1 when --mlp changes what runs: fp16 and bf16, and tf32 on Hopper (its fused fc1 is the wgmma
  * kernel's); elsewhere (fp32, fp8, tf32 without wgmma) the engine runs its one MLP, reported as unfused */
 int swin_engine_mlp_selectable(const swin_engine *e);
+/* 1 when its kernels launch with Programmatic Dependent Launch (SWIN_PDL=1 on compute capability
+ * 9.0+: kernels/ops.h swin_pdl_enabled, asked at creation) */
+int swin_engine_pdl(const swin_engine *e);
 
 /* ---- FP8 (src/fp8.h for the arithmetic; implemented in src/cuda/engine.c and kernels/).
  * An engine created with o->calibrate (any precision but fp8) records, on every forward (never

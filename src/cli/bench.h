@@ -23,6 +23,7 @@ typedef struct {
     int img_h, img_w;   /* --img-size, 0: the config's */
     int batches[MAX_BATCHES], n_batches;
     const char *scales;          /* --scales: the FP8 scales file (fp8 only) */
+    int pdl;                     /* one GPU: its engines launch with PDL (SWIN_PDL; for the header) */
 } bench_args;
 
 typedef struct { double median, p10, p90; } bench_stats;

@@ -263,8 +263,8 @@ static void print_json(const bench_args *a, const char *arch, const char *gpu, i
                        const bench_result *res, int n, double gflops, int stages) {
     printf("{\"tool\":\"swin\",\"arch\":");
     bench_json_str(arch);
-    printf(",\"precision\":\"%s\",\"graphs\":%s,\"gpu\":", swin_precision_str(a->precision),
-           a->graphs ? "true" : "false");
+    printf(",\"precision\":\"%s\",\"graphs\":%s,\"pdl\":%s,\"gpu\":", swin_precision_str(a->precision),
+           a->graphs ? "true" : "false", a->pdl ? "true" : "false");
     bench_json_str(gpu);
     printf(",\"driver\":\"%d.%d\",\"cuda_runtime\":\"%d.%d\",\"results\":[", drv / 1000, drv % 1000 / 10,
            rt / 1000, rt % 1000 / 10);
@@ -328,9 +328,10 @@ static void print_breakdown(const bench_result *r, int stages) {
 
 static void print_table(const bench_args *a, const char *arch, const char *source, const char *gpu,
                         int drv, int rt, const bench_result *res, int n, double gflops, int stages) {
-    printf("swin bench: %s (%s), %s, attention %s, mlp %s, graphs %s, %d iterations after %d warm-up\n", arch,
-           source, swin_precision_str(a->precision), cli_fused_str(a->attention == SWIN_ATTN_FUSED),
-           cli_fused_str(a->mlp == SWIN_MLP_FUSED), a->graphs ? "on" : "off", a->iters, a->warmup);
+    printf("swin bench: %s (%s), %s, attention %s, mlp %s, graphs %s, pdl %s, %d iterations after %d warm-up\n",
+           arch, source, swin_precision_str(a->precision), cli_fused_str(a->attention == SWIN_ATTN_FUSED),
+           cli_fused_str(a->mlp == SWIN_MLP_FUSED), a->graphs ? "on" : "off", a->pdl ? "on" : "off", a->iters,
+           a->warmup);
     printf("gpu: %s (cuda:%d), driver %d.%d, runtime %d.%d; %.3f GFLOP per image\n\n", gpu, a->device_index,
            drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, gflops);
     printf("%6s %10s %9s %9s %10s %8s | %11s %11s %7s | %11s %7s | %11s %11s %7s\n", "batch", "median ms", "p10 ms",
@@ -388,6 +389,7 @@ static int run(const bench_args *a, swin_model *m, const char *source) {
     /* from here on --mlp auto is the MLP engine 0 runs (the header and the columns name it) */
     bench_args resolved = *a;
     resolved.mlp = swin_engine_mlp(eng[0]);
+    resolved.pdl = swin_engine_pdl(eng[0]);
     a = &resolved;
     for (int i = 0; !rc && i < a->n_batches; i++) {
         if (isatty(2)) fprintf(stderr, "swin bench: batch %d...\n", a->batches[i]);

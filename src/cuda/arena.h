@@ -125,6 +125,7 @@ struct swin_engine {
     int recording;              /* lin() raises amax[site] to its input's max |x| */
     int wgmma;                  /* the GPU runs kernels/sm90/ (swin_gemm_wgmma_available, at setup) */
     int sms;                    /* the GPU's multiprocessors (at setup) */
+    int pdl;                    /* the ops launch with PDL here (swin_pdl_enabled, at setup) */
     int calib_forward;          /* an fp8 engine's forward in fp16 (its own calibration) */
     float *scale;               /* host [n_sites]; NULL until swin_engine_set_fp8_scales */
 

@@ -312,6 +312,10 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
 }
 
 // ---- CUDA graphs: capture once per batch size, replay after
+// With PDL (SWIN_PDL=1, kernels/common.cuh) our kernels are captured with programmatic edges to
+// the kernel before them (PDL relaxes kernel-to-kernel dependencies only: cuBLAS(Lt) GEMMs,
+// memsets and copies keep full edges). Nothing here changes: every kernel of ours waits
+// (griddepcontrol.wait) for the kernel before it to complete before it touches memory.
 
 static swin_status capture(swin_engine *e, int B) {
     cudaGraph_t g = NULL;
@@ -430,6 +434,7 @@ static swin_status setup(swin_engine *e) {
     /* auto: fused where its large tiles run on wgmma (swin.h) */
     e->wgmma = swin_gemm_wgmma_available();
     SWIN_CUDA_TRY(cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, e->dev));
+    e->pdl = swin_pdl_enabled();
     if (e->opt.mlp == SWIN_MLP_AUTO) e->opt.mlp = e->wgmma ? SWIN_MLP_FUSED : SWIN_MLP_UNFUSED;
     /* fp32, and tf32 without wgmma, have no fused fc1: say what runs (bench, info) */
     if (e->opt.precision == SWIN_FP32 || (e->opt.precision == SWIN_TF32 && !tf32_mlp_fused(e)))
@@ -498,6 +503,8 @@ int swin_engine_mlp_selectable(const swin_engine *e) {
     const swin_precision p = e->opt.precision;
     return p == SWIN_FP16 || p == SWIN_BF16 || (p == SWIN_TF32 && tf32_mlp_fused(e));
 }
+
+int swin_engine_pdl(const swin_engine *e) { return e->pdl; }
 
 void swin_engine_free(swin_engine *e) {
     if (!e) return;
