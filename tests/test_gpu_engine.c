@@ -10,13 +10,19 @@
  * geometries where timm and transformers differ (non-square inputs and windows, a shift along one
  * dimension, grids padded to the window in either order, images padded to the patch, odd grids at
  * a merge); windows over 32 a side are refused (SWIN_ERR_UNSUPPORTED, the shape named).
+ * Programmatic Dependent Launch (kernels/common.cuh) changes no bit: every model's logits with it
+ * on and off (swin_pdl_set) are identical, un-captured and replayed, in every precision and
+ * attention (on a GPU below compute capability 9.0 both are plain launches). test_gpu_engine_pdl
+ * runs the whole test again with SWIN_PDL=1.
  * Exits 77 when there is no usable GPU.  Run: ctest -R test_gpu_engine
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
+#include "ops.h"
 #include "testutil.h"
 
 #define MAXB 3
@@ -128,6 +134,52 @@ static int run_config(const swin_model *m, const float *input, const float *ref,
     return SWIN_OK;
 }
 
+/* Logits of batch MAXB with PDL off and on, each from the first (un-captured) forward and from the
+ * graph replay after it, must be identical. SWIN_GEMM_TUNE=0 meanwhile: the two sessions time
+ * their GEMM candidates separately and could pick different algorithms, which would change bits. */
+static void test_pdl_identical(const swin_model *m, const float *input, int classes, const char *name) {
+    const size_t n = (size_t)MAXB * classes;
+    const char *tune = getenv("SWIN_GEMM_TUNE");
+    char *tune_was = tune ? strdup(tune) : NULL;
+    setenv("SWIN_GEMM_TUNE", "0", 1);
+    int active = 0;
+    for (int p = SWIN_FP32; p <= SWIN_BF16; p++)
+        for (int a = 0; a < 2; a++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s %s %s", name, swin_precision_str((swin_precision)p),
+                     a == SWIN_ATTN_FUSED ? "fused" : "unfused");
+            float *got[2] = {calloc(2 * n, sizeof(float)), calloc(2 * n, sizeof(float))};
+            int ok = 1;
+            for (int pdl = 0; pdl < 2 && ok; pdl++) {
+                swin_pdl_set(pdl);
+                swin_session_options o = swin_session_options_default();
+                o.device = SWIN_DEVICE_CUDA;
+                o.precision = (swin_precision)p;
+                o.attention = (swin_attention)a;
+                o.max_batch = MAXB;
+                swin_session *s = NULL;
+                ok = CHECK(swin_session_create(m, &o, &s) == SWIN_OK, "%s pdl %d: create: %s", what, pdl,
+                           swin_last_error());
+                if (pdl) active = swin_pdl_enabled();
+                for (int r = 0; r < 2 && ok; r++)   /* un-captured (then captured), then the replay */
+                    ok = CHECK(swin_forward(s, input, MAXB, got[pdl] + r * n) == SWIN_OK, "%s pdl %d: forward %d: %s",
+                               what, pdl, r, swin_last_error());
+                swin_session_free(s);
+            }
+            swin_pdl_set(-1);
+            if (ok)
+                CHECK(!memcmp(got[0], got[1], 2 * n * sizeof(float)), "%s: logits with PDL differ from those without "
+                      "(max %.3g)", what, tu_max_abs_diff(got[0], got[1], 2 * n));
+            free(got[0]);
+            free(got[1]);
+        }
+    if (tune_was) setenv("SWIN_GEMM_TUNE", tune_was, 1);
+    else unsetenv("SWIN_GEMM_TUNE");
+    free(tune_was);
+    printf("  PDL on and off: identical logits checked in every precision and attention (PDL %s on this GPU)\n",
+           active ? "active" : "not available");
+}
+
 static int test_model(const tiny_cfg *t) {
     swin_model *m = NULL;
     if (!CHECK(make_model(t, &m) == SWIN_OK, "%s: %s", t->name, swin_last_error())) return SWIN_OK;
@@ -153,6 +205,7 @@ static int test_model(const tiny_cfg *t) {
         for (int a = 0; a < 2 && st == SWIN_OK; a++)
             for (int g = 1; g >= 0 && st == SWIN_OK; g--)
                 st = run_config(m, input, ref, classes, (swin_precision)p, (swin_attention)a, g, t->name);
+    if (st == SWIN_OK) test_pdl_identical(m, input, classes, t->name);
     free(input);
     free(ref);
     swin_model_free(m);
