@@ -113,6 +113,8 @@ template <typename T, int C>
 __global__ void __launch_bounds__(THREADS, Shape<C>::MINB)
 mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, const T *__restrict__ b1,
                  const T *__restrict__ w2, const T *__restrict__ b2, const T *res, int M, int H) {
+    swin_pdl_wait();
+    swin_pdl_trigger();
     typedef Shape<C> S;
     constexpr int HC = S::HC, SLOTS = S::SLOTS;
     extern __shared__ unsigned char smem_raw[];
@@ -218,8 +220,8 @@ swin_status launch(void *out, const void *in, const void *w1, const void *b1, co
     const size_t smem = Shape<C>::SMEM;
     SWIN_CUDA_TRY(cudaFuncSetAttribute(mlp_wgmma_kernel<T, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const unsigned grid = (unsigned)((M + BM - 1) / BM);
-    mlp_wgmma_kernel<T, C><<<grid, THREADS, smem, st>>>((T *)out, (const T *)in, (const T *)w1, (const T *)b1,
-                                                        (const T *)w2, (const T *)b2, (const T *)res, M, H);
+    swin_launch(mlp_wgmma_kernel<T, C>, grid, THREADS, smem, st, (T *)out, (const T *)in, (const T *)w1,
+                (const T *)b1, (const T *)w2, (const T *)b2, (const T *)res, M, H);
     SWIN_LAUNCH_CHECK("mlp_wgmma_kernel", st);
     return SWIN_OK;
 }
