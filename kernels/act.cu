@@ -12,8 +12,7 @@
 
 template <typename T, int V>
 static __global__ void gelu_kernel(T *__restrict__ x, const T *__restrict__ residual, size_t packs) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         float a[V];
         pack_load<T, V>(a, x + i * V);

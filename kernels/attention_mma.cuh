@@ -323,8 +323,7 @@ template <int HD, typename T, int NW, bool STREAM, bool EXACT, int KB = Tiles::k
 __global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32)
                                                ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS) : 1)
 attn_mma_kernel(MmaArgs a) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     constexpr int LD = HD + Tiles::kPad;
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
@@ -435,8 +434,7 @@ struct PipeSmem {
 template <int HD, typename T>
 __global__ void __launch_bounds__(Tiles::kWarpsSmall * 32, HD <= 32 ? SWIN_ATTN_MIN_CTAS : 1)
 attn_mma_pipe_kernel(MmaArgs a) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     constexpr int LD = HD + Tiles::kPad, NW = Tiles::kWarpsSmall, nthr = NW * 32;
     static_assert(q_in_regs(HD), "the pipelined kernel keeps Q in registers (its O staging is separate)");
     extern __shared__ __align__(16) unsigned char smem[];

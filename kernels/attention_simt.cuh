@@ -63,8 +63,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 template <int HD, bool EXACT>
 __global__ void __launch_bounds__(Tiles::kF32Warps * 32)
 attn_f32_kernel(F32Args a) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     constexpr int KC = Tiles::kF32Keys, RW = Tiles::kF32RowsPerWarp, LDK = HD + Tiles::kF32Pad;
     constexpr int CPL = (HD + 31) / 32;   // output channels per lane
     extern __shared__ __align__(16) unsigned char smem[];

@@ -74,8 +74,7 @@ __device__ __forceinline__ float inv_norm_f32(const float *row) {
 
 template <int HD>
 __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     constexpr int LD = HD + Tf32Tiles::kPad, NT = Tf32Tiles::kKeys / 8, CPR = HD / 4, nthr = Tf32Tiles::kWarps * 32;
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;

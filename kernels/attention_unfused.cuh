@@ -53,8 +53,7 @@ struct UnfusedWs {
 /* pk[which][b][i][c] = qkv[w, i, which, h, c] for c < hd, 0 for hd <= c < hp */
 template <typename T>
 __global__ void unf_pack_kernel(T *pk, const T *qkv, Geom g, int nb, int hp) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x, per = (size_t)nb * g.N * hp;
     if (idx >= 3 * per) return;
     const int c = (int)(idx % hp), i = (int)(idx / hp % g.N);
@@ -68,8 +67,7 @@ __global__ void unf_pack_kernel(T *pk, const T *qkv, Geom g, int nb, int hp) {
 /* out[w, i, h, c] = po[b][i][c] for c < hd */
 template <typename T>
 __global__ void unf_scatter_kernel(T *out, const T *po, Geom g, int nb, int hp) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nb * g.N * g.hd) return;
     const int c = (int)(idx % g.hd), i = (int)(idx / g.hd % g.N), b = (int)(idx / g.hd / g.N);
@@ -79,8 +77,7 @@ __global__ void unf_scatter_kernel(T *out, const T *po, Geom g, int nb, int hp) 
 
 template <typename T>
 __global__ void unf_ptrs_kernel(void **ptrs, const T *qkv, T *out, float *S, T *P, Geom g, int nb) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
     int w = b / g.heads, h = b % g.heads, hd = g.hd;
@@ -97,8 +94,7 @@ __global__ void unf_ptrs_kernel(void **ptrs, const T *qkv, T *out, float *S, T *
 /* rnorm[(b*2 + 0)*N + i] = 1/max(|q_i|, 1e-12), [(b*2 + 1)*N + i] the same for k */
 template <typename T>
 __global__ void unf_rnorm_kernel(float *rnorm, const T *qkv, Geom g, int nb) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nb * 2 * g.N) return;
     int i = (int)(idx % g.N), which = (int)(idx / g.N % 2), b = (int)(idx / g.N / 2);
@@ -117,8 +113,7 @@ template <typename T, int JPL>
 __global__ void __launch_bounds__(Tiles::kSoftmaxWarps * 32)
 unf_softmax_kernel(T *P, const float *S, const float *rnorm, const float *bias_table, const float *scale,
                    Geom g, int v2, int nb) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const int lane = threadIdx.x & 31;
     const size_t row = (size_t)blockIdx.x * Tiles::kSoftmaxWarps + (threadIdx.x >> 5);
     if (row >= (size_t)nb * g.N) return;

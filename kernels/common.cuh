@@ -7,7 +7,9 @@
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_device_sms           the current GPU's multiprocessor count
- * swin_pdl_wait / _trigger  Programmatic Dependent Launch in a kernel; swin_launch launches one
+ * swin_pdl_begin            Programmatic Dependent Launch in a kernel (wait, then trigger);
+ *                           swin_launch launches one
+ * swin_device_once          a yes/no property of the current GPU, probed once per device
  */
 #ifndef SWIN_COMMON_CUH
 #define SWIN_COMMON_CUH
@@ -100,8 +102,9 @@ static inline swin_status swin_device_sms(int *sms) {
 // A kernel launched with PDL (swin_launch, when swin_pdl_enabled()) may start while the kernel
 // before it in the stream is still running; it sees that kernel's writes only after
 // griddepcontrol.wait, which returns once the previous grid has completed and flushed its memory.
-// So every kernel of the forward calls swin_pdl_wait() as its first statement, before any global
-// read or write (a later kernel may overwrite what an earlier one still reads). Without PDL, or
+// So every kernel of the forward calls swin_pdl_begin() (the wait, then the trigger) as its first
+// statement, before any global read or write (a later kernel may overwrite what an earlier one
+// still reads). Without PDL, or
 // below sm_90, both calls are no-ops. Where the trigger sits: right after the wait, in every
 // kernel. It lets the next kernel be launched once every CTA of this grid has triggered or exited,
 // and CTAs not yet running have done neither, so triggering first thing cannot hand this grid's
@@ -118,6 +121,11 @@ __device__ __forceinline__ void swin_pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+/* the first statement of every kernel of the forward: wait, then trigger (the placement above) */
+__device__ __forceinline__ void swin_pdl_begin() {
+    swin_pdl_wait();
+    swin_pdl_trigger();
 }
 
 /* kern<<<grid, block, smem, st>>>(args...), through cudaLaunchKernelEx with programmatic stream
@@ -141,6 +149,20 @@ static inline void swin_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     (void)cudaLaunchKernelEx(&cfg, kern, std::forward<A>(args)...);
+}
+
+/* A yes/no property of the current device, probed once per device (probe(dev) -> 0 or 1) and kept
+ * in known[] (0 unknown, 1 yes, 2 no; a race only repeats the probe). A failed query answers no,
+ * and its error is cleared so that it is not reported by the next launch. */
+template <class Probe>
+static inline int swin_device_once(int (&known)[64], Probe probe) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
+    const int ok = probe(dev) != 0;
+    (void)cudaGetLastError();
+    if (dev >= 0 && dev < 64) known[dev] = ok ? 1 : 2;
+    return ok;
 }
 
 /* Dispatch a templated launcher on the runtime dtype: SWIN_DISPATCH(dt, T, expr using T). */

@@ -24,24 +24,18 @@ extern "C" int swin_pdl_enabled(void) {
     static int env = -1;
     if (env < 0) env = swin_env_on("SWIN_PDL", 0);
     if (!(pdl_override < 0 ? env : pdl_override)) return 0;
-    static int known[64];   /* 0 unknown, 1 yes, 2 no; a race only repeats the query */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return (void)cudaGetLastError(), 0;
-    if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
-    int major = 0, ok = 0;
-    cudaFuncAttributes fa;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
-        cudaFuncGetAttributes(&fa, pdl_probe_kernel) == cudaSuccess)
-        ok = fa.ptxVersion >= 90;
-    (void)cudaGetLastError();   /* a failed query is an answer here, not an error for the next launch */
-    if (dev >= 0 && dev < 64) known[dev] = ok ? 1 : 2;
-    return ok;
+    static int known[64];
+    return swin_device_once(known, [](int dev) {
+        int major = 0;
+        cudaFuncAttributes fa;
+        return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
+               cudaFuncGetAttributes(&fa, pdl_probe_kernel) == cudaSuccess && fa.ptxVersion >= 90;
+    });
 }
 
 template <typename D, typename S>
 static __global__ void convert_kernel(D *__restrict__ dst, const S *__restrict__ src, size_t n) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         store_f(dst, i, load_f(src, i));
 }

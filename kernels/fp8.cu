@@ -24,8 +24,7 @@ static __device__ __forceinline__ float e4m3_to_f(unsigned char q) {
 
 template <typename T>
 static __global__ void amax_kernel(float *__restrict__ amax, const T *__restrict__ x, size_t n) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     unsigned m = 0;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         m = max(m, __float_as_uint(fabsf(load_f(x, i))));
@@ -61,8 +60,7 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
 template <typename T, int V, bool Gelu>
 static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *__restrict__ x, size_t packs,
                                        float inv) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         unsigned char o[V];
 #pragma unroll
@@ -120,8 +118,7 @@ extern "C" swin_status swin_gelu_quantize_fp8_cuda(uint8_t *q, const void *x, si
 template <typename T>
 static __global__ void qdq_kernel(T *__restrict__ y, const T *__restrict__ x, size_t n, float inv, float scale,
                                   int gelu) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float a = load_f(x, i);
         if (gelu) a = swin_gelu_erf(a);
@@ -146,8 +143,7 @@ extern "C" swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float
 template <typename T>
 static __global__ void weights_kernel(unsigned char *__restrict__ q, float *__restrict__ ws, T *__restrict__ deq,
                                       const float *__restrict__ w, int K) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const float *row = w + (size_t)blockIdx.x * K;
     float m = 0.0f;
     for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(row[k]));
@@ -189,8 +185,7 @@ extern "C" swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, c
 // ---- small vectors
 
 static __global__ void scale_vec_kernel(float *dst, const float *src, float s, int n) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src ? src[i] * s : s;
 }

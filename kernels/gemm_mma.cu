@@ -79,8 +79,7 @@ template <class S, typename T, bool GELU>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_CTAS)
 gemm_mma_kernel(T *__restrict__ out, const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ bias,
                 int M, int K, int N) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

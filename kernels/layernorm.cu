@@ -32,8 +32,7 @@ template <typename T, int V, int NV, int LPR>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 ln_pool_kernel(T *__restrict__ out, const T *__restrict__ x, const float *__restrict__ w,
                const float *__restrict__ b, int L, int C, float eps) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     extern __shared__ float acc[];
     const int G = SWIN_ROW_BLOCK / LPR, g = threadIdx.x / LPR, lane = threadIdx.x % LPR;
     const T *xb = x + (size_t)blockIdx.x * L * C;

@@ -19,8 +19,7 @@
 template <typename T>
 static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__restrict__ img, int B,
                                            int H, int W, int p, int hp, int wp) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const int K = 3 * p * p;
     const size_t n = (size_t)B * hp * wp * K;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -38,8 +37,7 @@ static __global__ void im2col_patch_kernel(T *__restrict__ cols, const float *__
 
 template <typename T>
 static __global__ void im2col_patch4_kernel(T *__restrict__ cols, const float *__restrict__ img, int H, int W) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     /* [3 * 4][W + 4]: the (c, ky) rows of the band, padded by 4 floats against bank conflicts */
     extern __shared__ float4 band4[];
     const int hp = H / 4, wp = W / 4, ld4 = wp + 1, band_idx = blockIdx.x;   /* (b, py) */
@@ -80,8 +78,7 @@ static swin_status im2col_launch(T *cols, const float *img, int B, int H, int W,
 template <typename T, int V>
 static __global__ void add_pos_kernel(T *__restrict__ x, const T *__restrict__ pos, size_t packs,
                                       size_t pos_packs) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
         float a[V], b[V];
         pack_load<T, V>(a, x + i * V);

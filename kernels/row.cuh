@@ -185,8 +185,7 @@ template <typename T, int V, int NV, int LPR, class Map>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
               float eps) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const int lane = threadIdx.x % LPR;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
     const bool valid = row < rows && !map.skip(row);   /* skipped rows still join the shuffles */
@@ -284,8 +283,7 @@ template <typename T, int V, class Map>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
                    float eps) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
     if (row >= rows || map.skip(row)) return;   /* the whole warp shares the row */

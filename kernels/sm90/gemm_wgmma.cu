@@ -142,8 +142,7 @@ template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
 gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, const typename E::T *__restrict__ w,
                   Epi ep, int M, int K, int N) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     typedef typename E::T T;
     constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
     constexpr int OSZ = EPI == FP8_GELU ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
@@ -250,19 +249,14 @@ swin_status launch(void *out, const void *in, const void *w, Epi ep, int M, int 
 /* 1 when the current GPU runs this file's kernels: compute capability 9.0 and a loadable image
  * (this file is built for sm_90a only); cached per device */
 extern "C" int swin_gemm_wgmma_available(void) {
-    static int known[64];   /* 0 unknown, 1 yes, 2 no; a race only repeats the query */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return (void)cudaGetLastError(), 0;
-    if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
-    int major = 0, minor = 0;
-    int ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-             major == 9 && minor == 0;
-    cudaFuncAttributes fa;
-    if (ok && cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<F16, GELU>) != cudaSuccess) ok = 0;
-    (void)cudaGetLastError();   /* a missing image is an answer here, not an error for the next launch */
-    if (dev >= 0 && dev < 64) known[dev] = ok ? 1 : 2;
-    return ok;
+    static int known[64];
+    return swin_device_once(known, [](int dev) {
+        int major = 0, minor = 0;
+        cudaFuncAttributes fa;
+        return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+               cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+               minor == 0 && cudaFuncGetAttributes(&fa, gemm_wgmma_kernel<F16, GELU>) == cudaSuccess;
+    });
 }
 
 extern "C" int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,

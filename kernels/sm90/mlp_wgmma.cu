@@ -113,8 +113,7 @@ template <typename T, int C>
 __global__ void __launch_bounds__(THREADS, Shape<C>::MINB)
 mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, const T *__restrict__ b1,
                  const T *__restrict__ w2, const T *__restrict__ b2, const T *res, int M, int H) {
-    swin_pdl_wait();
-    swin_pdl_trigger();
+    swin_pdl_begin();
     typedef Shape<C> S;
     constexpr int HC = S::HC, SLOTS = S::SLOTS;
     extern __shared__ unsigned char smem_raw[];

@@ -191,7 +191,7 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
     }
     const int fused = e->opt.mlp == SWIN_MLP_FUSED && (e->dt != SWIN_DT_F32 || tf32_mlp_fused(e)) && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
-    if (fused && e->dt != SWIN_DT_F32 && !e->recording && mlp_one_kernel(e, T) &&
+    if (fused && !e->recording && mlp_one_kernel(e, T) &&   /* supports: fp16 / bf16 only */
         swin_mlp_wgmma_supports(e->dt, T, C, hidden, out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual)) {
         OP(GEMM, residual ? "mlp+residual" : "mlp",
            swin_mlp_wgmma_cuda(out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual, T, C, hidden, e->dt,
@@ -436,9 +436,9 @@ static swin_status setup(swin_engine *e) {
     SWIN_CUDA_TRY(cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, e->dev));
     e->pdl = swin_pdl_enabled();
     if (e->opt.mlp == SWIN_MLP_AUTO) e->opt.mlp = e->wgmma ? SWIN_MLP_FUSED : SWIN_MLP_UNFUSED;
-    /* fp32, and tf32 without wgmma, have no fused fc1: say what runs (bench, info) */
-    if (e->opt.precision == SWIN_FP32 || (e->opt.precision == SWIN_TF32 && !tf32_mlp_fused(e)))
-        e->opt.mlp = SWIN_MLP_UNFUSED;
+    /* fp32, and tf32 without wgmma, have no fused fc1: say what runs (bench, info); fp8 keeps --mlp
+     * for its 16-bit MLPs */
+    if (e->opt.precision != SWIN_FP8 && !swin_engine_mlp_selectable(e)) e->opt.mlp = SWIN_MLP_UNFUSED;
     swin_gemm_set_fused_gelu(e->gemm, e->opt.mlp == SWIN_MLP_FUSED);
     SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
     if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
