@@ -6,7 +6,9 @@
  * instruction issue more than by memory. Two cheaper erfc approximations (Abramowitz & Stegun
  * 7.1.26, Numerical Recipes erfcc) were measured on an H200 and were not faster; the real fix is
  * to fuse GELU into the fc1 GEMM's epilogue (a GEMM of our own), not done yet.
- * Test: tests/test_gpu_kernels.c (cases "gelu" and "gelu ulp"), tests/test_gpu_gemm.c (fc1 shapes).
+ * Also here: swin_gelu_form_cuda, which evaluates each GELU formula of common.cuh for its test.
+ * Test: tests/test_gpu_kernels.c (cases "gelu", "gelu ulp" and "gelu form"), tests/test_gpu_gemm.c
+ * (fc1 shapes).
  */
 #include "row.cuh"
 
@@ -47,5 +49,27 @@ extern "C" swin_status swin_gelu_cuda(void *x, const void *residual, size_t n, s
     if (residual) SWIN_TRY(swin_check_ptr(op, "residual", residual, swin_dtype_size(dt)));
     if (residual == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: residual aliases x", op);
     SWIN_DISPATCH(dt, T, return gelu_launch<T>((T *)x, (const T *)residual, n, st));
+    return SWIN_OK;
+}
+
+// ---- each GELU formula alone, for its test
+
+template <int F>
+static __global__ void gelu_form_kernel(float *__restrict__ y, const float *__restrict__ x, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] = swin_gelu_form<F>(x[i]);
+}
+
+extern "C" swin_status swin_gelu_form_cuda(float *y, const float *x, size_t n, swin_gelu_kind form, cudaStream_t st) {
+    static const char op[] = "swin_gelu_form_cuda";
+    if (n == 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n is 0", op);
+    SWIN_TRY(swin_check_ptr(op, "y", y, sizeof(float)));
+    SWIN_TRY(swin_check_ptr(op, "x", x, sizeof(float)));
+    switch (form) {
+    case SWIN_GELU_ERFC: gelu_form_kernel<SWIN_GELU_ERFC><<<swin_grid_for(n), 256, 0, st>>>(y, x, n); break;
+    case SWIN_GELU_AS: gelu_form_kernel<SWIN_GELU_AS><<<swin_grid_for(n), 256, 0, st>>>(y, x, n); break;
+    default: return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown GELU form %d", op, (int)form);
+    }
+    SWIN_LAUNCH_CHECK("gelu_form_kernel", st);
     return SWIN_OK;
 }

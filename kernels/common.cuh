@@ -5,6 +5,8 @@
  *                           swin_cuda_debug_sync is set (SWIN_CUDA_SYNC=1) to pin async faults
  * load_f / store_f          read/write one element of the session dtype as float
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
+ *                           (cheaper forms with stated error bounds for the fused fc1 epilogues:
+ *                           swin_gelu_erfc, swin_gelu_erf16)
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_device_sms           the current GPU's multiprocessor count
  * swin_pdl_begin            Programmatic Dependent Launch in a kernel (wait, then trigger);
@@ -90,6 +92,11 @@ __device__ __forceinline__ float swin_gelu_erf16(float x) {
     const float hq = p * t * swin_ex2_approx(x * x * -0.72134752044448170f);   /* erfc(a) / 2; -log2(e) / 2 */
     return x * (x >= 0.0f ? 1.0f - hq : hq);
 }
+
+/* The GELU formulas by kind (ops.h swin_gelu_kind), for the test of each (swin_gelu_form_cuda) */
+template <int F> __device__ __forceinline__ float swin_gelu_form(float x);
+template <> __device__ __forceinline__ float swin_gelu_form<SWIN_GELU_ERFC>(float x) { return swin_gelu_erfc(x); }
+template <> __device__ __forceinline__ float swin_gelu_form<SWIN_GELU_AS>(float x) { return swin_gelu_erf16(x); }
 
 static inline swin_status swin_device_sms(int *sms) {
     int dev = 0;

@@ -82,7 +82,7 @@ swin_status swin_mlp_wgmma_cuda(void *out, const void *in, const void *w1, const
 /* FP8 fc1 in one wgmma GEMM (Hopper), GELU and the next layer's quantisation in its epilogue:
  *   out_q [M, N] = e4m3(gelu((in_q [M, K] @ w_q [N, K]^T) * col_scale [N] + bias [N]) * out_inv)
  * E4M3 in_q, w_q and out_q (out_q must not alias them), col_scale fp32 (the weight's per-channel
- * scale times the input's scale), bias fp16 or NULL, GELU in fp32 (swin_gelu_erfc). K and N
+ * scale times the input's scale), bias fp16 or NULL, GELU in fp32 (swin_gelu_erf16). K and N
  * multiples of 16; out_q, in_q, w_q 16-byte aligned, col_scale 8, bias 4. */
 swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
                                           const float *col_scale, const void *bias, float out_inv, int M, int K,

@@ -43,6 +43,13 @@ swin_status swin_convert_cuda(void *dst, swin_dtype dt_dst, const void *src, swi
  * residual must not alias x). swin_linear_cuda uses it for SWIN_ACT_GELU. */
 swin_status swin_gelu_cuda(void *x, const void *residual, size_t n, swin_dtype dt, cudaStream_t st);
 
+/* The cheaper GELU formulas of the wgmma fc1 epilogue (kernels/common.cuh): Numerical Recipes'
+ * erfc (its fp32 outputs) and Abramowitz & Stegun 7.1.26 (its 16-bit and E4M3 outputs); the GELU
+ * op itself is erff's (swin_gelu_cuda) */
+typedef enum { SWIN_GELU_ERFC = 1, SWIN_GELU_AS = 2 } swin_gelu_kind;
+/* y[n] = the GELU formula `form` of x[n], fp32 (the test of each formula against float64) */
+swin_status swin_gelu_form_cuda(float *y, const float *x, size_t n, swin_gelu_kind form, cudaStream_t st);
+
 /* ---- norms (kernels/layernorm.cu) */
 swin_status swin_layernorm_cuda(void *out, const void *in, const float *ln_w, const float *ln_b,
                                 int rows, int C, float eps, swin_dtype dt, cudaStream_t st);

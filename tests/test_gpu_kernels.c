@@ -5,6 +5,7 @@
  * compared relative to max|ref| (f32 1e-5, f16 2e-3, bf16 1.6e-2) or bit-exactly for pure data
  * movement. Outputs are poisoned with NaN before each launch (except in-place ops) and every
  * buffer has a guard zone checked afterwards. Argument errors are checked too.
+ * The GELU formulas of common.cuh each against float64 and their stated bounds ("gelu form").
  * Run: test_gpu_kernels <source dir>; SWIN_TEST_QUICK=1 runs the cases marked quick; exits 77
  * without a GPU.
  */
@@ -452,6 +453,59 @@ static void gelu_ulp_check(void) {
     free(x), free(ref), free(got);
 }
 
+/* The cheaper GELU formulas of kernels/common.cuh (swin_gelu_form_cuda), fp32, against float64
+ * x Phi(x) on a dense sweep of [-12, 12], magnitudes from 1e-30 to 3e38 and the special values,
+ * each within the bound its comment states: |dy| <= a |x| + r |y| (a: the formula's truncation,
+ * from its source; r = 2^-20: about five fp32 roundings and the two special-function
+ * instructions' 2^-22 each). Printed: the largest |dy| over that bound. */
+static void gelu_form_check(void) {
+    static const struct { swin_gelu_kind form; const char *name; double a; } forms[] = {
+        {SWIN_GELU_ERFC, "erfc (Numerical Recipes, 1.2e-7 fractional)", 3e-7},   /* 0.5 |x| 1.2e-7, doubled */
+        {SWIN_GELU_AS, "erf16 (Abramowitz & Stegun, 1.5e-7 absolute)", 0.75e-7},
+    };
+    const double r = 0x1p-20;
+    const size_t nd = (size_t)1 << 22, nt = 4000, n = nd + 2 * nt + 4;
+    float *x = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    double *ref = malloc(n * sizeof(double));
+    for (size_t i = 0; i < nd; i++) x[i] = -12.0f + 24.0f * (float)i / (float)nd;
+    for (size_t i = 0; i < nt; i++) {   /* magnitudes 1e-30 .. 3e38, both signs */
+        x[nd + 2 * i] = (float)pow(10.0, -30.0 + 68.4 * (double)i / (double)nt);
+        x[nd + 2 * i + 1] = -x[nd + 2 * i];
+    }
+    x[n - 4] = INFINITY, x[n - 3] = -INFINITY, x[n - 2] = NAN, x[n - 1] = -0.0f;
+    for (size_t i = 0; i < n; i++) ref[i] = 0.5 * x[i] * erfc(-(double)x[i] / sqrt(2.0));   /* -inf: NaN */
+    tg_buf dx = tg_alloc(n, 0), dy = tg_alloc(n, 0);
+    tg_upload(&dx, x);
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char name[96];
+        snprintf(name, sizeof name, "gelu form %s n%zu", forms[f].name, n);
+        tg_poison(&dy);
+        swin_status st = swin_gelu_form_cuda((float *)dy.p, (const float *)dx.p, n, forms[f].form, 0);
+        if (!CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: %s", name, swin_last_error())) continue;
+        tg_download(&dy, got);
+        double worst = 0;
+        size_t at = 0, bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double y = got[i], rf = ref[i], d = fabs(y - rf);
+            int ok;
+            if (isnan(rf)) ok = isnan(y) || (x[i] < 0 && y == 0.0);   /* GELU(-inf): NaN, or 0 */
+            else if (isinf(rf)) ok = y == rf;
+            else {
+                const double q = d / (forms[f].a * fabs(x[i]) + r * fabs(rf) + 1e-37);
+                ok = isfinite(y) && q <= 1.0;
+                if (q > worst) worst = q;
+            }
+            if (!ok && bad++ == 0) at = i;
+        }
+        printf("%s %s: max |dy| / (a|x| + r|y|) %.3f (a %.3g, r 2^-20)\n", bad ? "FAIL" : "ok  ", name, worst,
+               forms[f].a);
+        CHECK(!bad, "%s: %zu values beyond the bound, first x = %.9g: got %.9g, ref %.9g", name, bad, x[at], got[at],
+              ref[at]);
+    }
+    tg_free(&dx), tg_free(&dy);
+    free(x), free(got), free(ref);
+}
+
 // ---- argument checking: each call must fail with SWIN_ERR_ARGUMENT and a message
 
 static void expect_arg_error(const char *what, swin_status st) {
@@ -484,6 +538,7 @@ static void argument_checks(void) {
     expect_arg_error("add_pos L 0", swin_add_pos_cuda(x.p, y.p, 1, 0, 8, SWIN_DT_F32, 0));
     expect_arg_error("ln_pool NULL out", swin_ln_pool_cuda(NULL, x.p, w, w, 1, 4, 8, 1e-5f, SWIN_DT_F32, 0));
     expect_arg_error("gelu in place residual", swin_gelu_cuda(x.p, x.p, 16, SWIN_DT_F32, 0));
+    expect_arg_error("gelu form unknown", swin_gelu_form_cuda((float *)x.p, (const float *)x.p, 16, (swin_gelu_kind)9, 0));
     expect_arg_error("convert in place", swin_convert_cuda(x.p, SWIN_DT_F16, x.p, SWIN_DT_F32, 16, 0));
     tg_free(&x), tg_free(&y), tg_free(&lw);
 }
@@ -505,6 +560,7 @@ int main(int argc, char **argv) {
     }
     window_geometry(quick);
     gelu_ulp_check();
+    gelu_form_check();
     {   /* E4M3 copies: a padded shifted timm geometry and an hf one, every dtype */
         static const int qg[][7] = {{16, 16, 7, 7, 3, 3, 0}, {17, 13, 7, 7, 3, 3, 1}};
         for (int i = 0; i < 2; i++)
