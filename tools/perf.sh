@@ -26,8 +26,17 @@
 #                            reported as such, never silently dropped [540]
 #   PERF_TORCH               0 to skip PyTorch [1]
 #   PERF_CUDA_ARCH           CMAKE_CUDA_ARCHITECTURES [90]
-# Files in OUTDIR (7, within what a device run returns): swin.jsonl, torch_eager.json,
-# torch_compile.json, PERFORMANCE.md, perf.log, build.log, torch_precompile.log.
+#   PERF_MERGE               OUTDIRs of earlier perf.sh runs (space-separated, relative to the
+#                            repository root like OUTDIR; their JSON files
+#                            carried along) whose rows join this run's table, e.g. a grid too long
+#                            for one command split by PERF_ARCHS: part 1 to DIR1, then part 2 with
+#                            PERF_MERGE=DIR1. Each run is listed with its date, GPU and command;
+#                            where two runs measured the same row, this run's wins. []
+#   PERF_TABLE_ONLY          1: measure nothing, only write OUTDIR/PERFORMANCE.md from the
+#                            PERF_MERGE runs (no GPU needed) [0]
+# Files in OUTDIR (8, within what a device run returns): swin.jsonl, torch_eager.json,
+# torch_compile.json, perf_run.json (this run: date, GPU, command), PERFORMANCE.md, perf.log,
+# build.log, torch_precompile.log.
 # Exit status: 0 when every phase ran, 1 when any failed (the table is still written).
 set -uo pipefail
 
@@ -39,7 +48,7 @@ out=$(cd "$out" && pwd)
 
 ARCHS=${PERF_ARCHS:-swin_tiny_patch4_window7_224 swinv2_tiny_window8_256}
 PRECS=${PERF_PRECISIONS:-fp16 tf32 fp32}
-TPRECS=$(echo "$PRECS" | tr ' ' '\n' | grep -vx fp8 | tr '\n' ' ')   # what PyTorch runs
+TPRECS=$(echo "$PRECS" | tr ' ' '\n' | grep -vx fp8 | tr '\n' ' ' | sed 's/ *$//')   # what PyTorch runs
 CPRECS=${PERF_COMPILE_PRECISIONS:-$TPRECS}
 BATCHES=${PERF_BATCHES:-1,8,64,256}
 ITERS=${PERF_ITERS:-50}
@@ -48,6 +57,8 @@ PRECOMPILE_S=${PERF_PRECOMPILE_S:-200}
 DEADLINE=${PERF_DEADLINE_S:-540}
 TORCH=${PERF_TORCH:-1}
 CUDA_ARCH=${PERF_CUDA_ARCH:-90}
+MERGE=${PERF_MERGE:-}
+TABLE_ONLY=${PERF_TABLE_ONLY:-0}
 build="build-perf"
 csv() { echo "$*" | tr -s ' ,' ',' | sed 's/^,//; s/,$//'; }
 
@@ -63,8 +74,16 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+for m in $MERGE; do   # before anything is written: OUTDIR may not be one of them
+  [ -d "$m" ] || { echo "perf.sh: PERF_MERGE: '$m' is not a folder" >&2; exit 2; }
+  [ "$(cd "$m" && pwd)" != "$out" ] || { echo "perf.sh: PERF_MERGE names OUTDIR itself ('$m')" >&2; exit 2; }
+  [ -s "$m/perf_run.json" ] || { echo "perf.sh: PERF_MERGE: '$m' holds no perf_run.json (not a perf.sh OUTDIR)" >&2; exit 2; }
+done
+merge_abs=()
+for m in $MERGE; do merge_abs+=("$(cd "$m" && pwd)"); done
 rm -f "$out"/swin.jsonl "$out"/torch_eager.json "$out"/torch_compile.json "$out"/PERFORMANCE.md \
-      "$out"/perf.log "$out"/build.log "$out"/torch_precompile.log
+      "$out"/perf.log "$out"/build.log "$out"/torch_precompile.log "$out"/perf_run.json
+run_date=$(date -u '+%Y-%m-%d %H:%M UTC')
 exec > >(tee -a "$out/perf.log") 2>&1
 tee_pid=$!
 
@@ -81,6 +100,46 @@ phase() {  # phase NAME: ends the previous phase (printing its duration) and sta
 left() { echo $((DEADLINE - (SECONDS - T0))); }
 limit() { local t=$(($(left) - $1)); [ $t -lt 1 ] && t=1; echo $t; }  # seconds left, less a reserve
 
+# make_table: this run's perf_run.json (date, GPU, command, failed phases; not in table-only
+# mode), then PERFORMANCE.md from the PERF_MERGE runs and this one
+make_table() {
+  cmdline="PERF_ARCHS='$ARCHS' PERF_PRECISIONS='$PRECS' PERF_COMPILE_PRECISIONS='$CPRECS'"
+  cmdline+=" PERF_BATCHES=$BATCHES PERF_ITERS=$ITERS"
+  [ "$TORCH" = 1 ] || cmdline+=" PERF_TORCH=$TORCH"
+  cmdline+=" bash tools/perf.sh OUTDIR"
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+  [ "$TABLE_ONLY" = 1 ] ||
+    python3 -c 'import json, sys; print(json.dumps({"tool": "perf", "date": sys.argv[1], "gpu": sys.argv[2] or "unknown",
+                                                "command": sys.argv[3], "failed": sys.argv[4:]}))' \
+      "$run_date" "$gpu_name" "$cmdline" "${failed[@]}" >"$out/perf_run.json" || failed+=("perf_run.json")
+  inputs=()
+  for d in "${merge_abs[@]}" "$out"; do   # earlier runs first: this run's rows win
+    for f in perf_run.json swin.jsonl torch_eager.json torch_compile.json; do
+      [ -s "$d/$f" ] && inputs+=("$d/$f")
+    done
+  done
+  if [ ${#inputs[@]} -gt 0 ]; then
+    python3 tools/perf_table.py -o "$out/PERFORMANCE.md" "${inputs[@]}" || failed+=("perf_table")
+    # the end-to-end section (tools/bench_pipeline.sh, its own run, which names its GPU and date)
+    # is carried over from docs/PERFORMANCE.md rather than dropped
+    if [ -s "$out/PERFORMANCE.md" ] && grep -q '<!-- pipeline:begin' docs/PERFORMANCE.md 2>/dev/null; then
+      { echo; sed -n '/<!-- pipeline:begin/,/<!-- pipeline:end -->/p' docs/PERFORMANCE.md; } >>"$out/PERFORMANCE.md"
+    fi
+  else
+    failed+=("perf_table (no inputs)")
+  fi
+}
+
+if [ "$TABLE_ONLY" = 1 ]; then   # nothing measured: the table of the PERF_MERGE runs
+  [ ${#merge_abs[@]} -gt 0 ] || { echo "perf.sh: PERF_TABLE_ONLY=1 needs PERF_MERGE" >&2; exit 2; }
+  phase table
+  make_table
+  phase ""
+  [ ${#failed[@]} -eq 0 ] || { printf 'perf.sh: FAILED: %s\n' "${failed[@]}"; exit 1; }
+  echo "perf.sh: table of ${#merge_abs[@]} runs in OUTDIR/PERFORMANCE.md"
+  exit 0
+fi
+
 echo "perf.sh: archs [$ARCHS] precisions [$PRECS] compile precisions [$CPRECS] batches" \
      "[$BATCHES] iters $ITERS, deadline ${DEADLINE}s"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -89,10 +148,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 phase deps
 prefix=
 if [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/stb/stb_image.h ]; then
-  if ls .debs/*.deb >/dev/null 2>&1; then
-    mkdir -p "$work/deps"
-    for f in .debs/*.deb; do dpkg -x "$f" "$work/deps" || failed+=("unpack $f"); done
-    prefix=$work/deps/usr
+  if ls .debs/*.deb >/dev/null 2>&1; then   # beside the build, not in $work: the CMake cache keeps the path
+    mkdir -p "$build/deps"
+    for f in .debs/*.deb; do dpkg -x "$f" "$build/deps" || failed+=("unpack $f"); done
+    prefix=$root/$build/deps/usr
   else
     echo "perf.sh: cJSON/stb not installed and no .debs/ folder: the build will fail"
   fi
@@ -194,23 +253,7 @@ fi
 
 # ---- the table
 phase table
-cmdline="PERF_ARCHS='$ARCHS' PERF_PRECISIONS='$PRECS' PERF_COMPILE_PRECISIONS='$CPRECS'"
-cmdline+=" PERF_BATCHES=$BATCHES PERF_ITERS=$ITERS bash tools/perf.sh OUTDIR"
-inputs=()
-for f in swin.jsonl torch_eager.json torch_compile.json; do
-  [ -s "$out/$f" ] && inputs+=("$out/$f")
-done
-if [ ${#inputs[@]} -gt 0 ]; then
-  python3 tools/perf_table.py -o "$out/PERFORMANCE.md" --perf-command "$cmdline" "${inputs[@]}" ||
-    failed+=("perf_table")
-  # the end-to-end section (tools/bench_pipeline.sh, its own run, which names its GPU and date)
-  # is carried over from docs/PERFORMANCE.md rather than dropped
-  if [ -s "$out/PERFORMANCE.md" ] && grep -q '<!-- pipeline:begin' docs/PERFORMANCE.md 2>/dev/null; then
-    { echo; sed -n '/<!-- pipeline:begin/,/<!-- pipeline:end -->/p' docs/PERFORMANCE.md; } >>"$out/PERFORMANCE.md"
-  fi
-else
-  failed+=("perf_table (no inputs)")
-fi
+make_table
 phase ""
 
 if [ -f "$out/PERFORMANCE.md" ]; then

@@ -7,7 +7,9 @@
 tools/perf.sh runs it at the end of a device run; docs/PERFORMANCE.md is that output, copied, never
 edited by hand. Inputs: a file holds one JSON object, a list of them, or one object per line
 (JSON Lines). Objects with "tool": "swin" are `swin bench --json` outputs (optionally with
-"command", or with "error" when the run failed); "tool": "torch" ones come from bench_torch.py.
+"command", or with "error" when the run failed); "tool": "torch" ones come from bench_torch.py;
+"tool": "perf" ones (perf_run.json) name a tools/perf.sh run: its date, GPU and command. Several
+runs can go into one table (perf.sh's PERF_MERGE): each is listed, and each row comes from one run.
 Rows are keyed by (arch, precision, batch) and, for torch, mode; a measured row beats one without
 a time, otherwise the later input wins. Nothing here measures anything: it only formats.
 """
@@ -96,6 +98,9 @@ class Data:
         self.commands = []
         self.archs = []
         self.files = []
+        self.runs = []          # tool "perf" objects: one per tools/perf.sh run
+        self.gpus = []          # every GPU a swin or torch input names
+        self.torch_iters = []   # (timed iterations, warm-up) of each torch input
 
     def arch_seen(self, arch):
         if arch not in self.archs:
@@ -103,12 +108,17 @@ class Data:
 
     def add(self, obj, path):
         tool = obj.get("tool")
-        if obj.get("command") and obj["command"] not in self.commands:
+        if tool in ("swin", "torch") and obj.get("command") and obj["command"] not in self.commands:
             self.commands.append(obj["command"])
+        if tool in ("swin", "torch") and obj.get("gpu") and obj["gpu"] not in self.gpus:
+            self.gpus.append(obj["gpu"])
         if tool == "swin":
             self.add_swin(obj)
         elif tool == "torch":
             self.add_torch(obj)
+        elif tool == "perf":
+            if obj not in self.runs:
+                self.runs.append(obj)
         else:
             print(f"perf_table: {path}: skipping an object without tool swin/torch",
                   file=sys.stderr)
@@ -133,6 +143,9 @@ class Data:
         for k in ("torch", "timm", "cuda", "cudnn", "gpu", "driver", "python", "iters", "warmup"):
             if obj.get(k) is not None:
                 self.env_torch[k] = obj[k]
+        it = (obj.get("iters"), obj.get("warmup"))
+        if it[0] is not None and it not in self.torch_iters:
+            self.torch_iters.append(it)
         for r in obj.get("results") or []:
             if not timed(r) and "error" not in r:
                 continue  # a --precompile-only row: nothing measured
@@ -181,6 +194,8 @@ def cell_ms(row, what, notes):
 
 def section_env(d, out, date, perf_command):
     es, et = d.env_swin, d.env_torch
+    if d.runs:   # the last run's date: when the numbers were taken, not when the table was
+        date = max(r.get("date", "") for r in d.runs) or date
     out.append(f"Date: {date}  ")
     gpu = es.get("gpu") or et.get("gpu") or "unknown"
     out.append(f"GPU: {gpu}, driver {es.get('driver') or et.get('driver') or 'unknown'}  ")
@@ -189,10 +204,20 @@ def section_env(d, out, date, perf_command):
         out.append(f"PyTorch: torch {et.get('torch', '?')} (CUDA {et.get('cuda', '?')}, cuDNN "
                    f"{et.get('cudnn', '?')}), timm {et.get('timm', '?')}, python "
                    f"{et.get('python', '?')}")
-    if es.get("gpu") and et.get("gpu") and es["gpu"] != et["gpu"]:
+    if len(d.gpus) > 1:
         out.append("")
-        out.append(f"**Warning:** swin ran on {es['gpu']} and PyTorch on {et['gpu']}; "
-                   "the ratios compare different GPUs.")
+        out.append(f"**Warning:** the inputs name several GPUs ({', '.join(d.gpus)}); "
+                   "ratios across them compare different GPUs.")
+    if len(d.runs) > 1:
+        out.append("")
+        out.append(f"{len(d.runs)} runs of tools/perf.sh, merged into one table (PERF_MERGE); where "
+                   "runs measured the same row, the later run's numbers are shown, so a row's swin "
+                   "and PyTorch numbers may come from different runs:")
+        out.append("")
+        for r in sorted(d.runs, key=lambda r: r.get("date", "")):
+            failed = r.get("failed") or []
+            why = f" (failed: {'; '.join(failed)})" if failed else ""
+            out.append(f"- {r.get('date', '?')}, {r.get('gpu', '?')}: `{r.get('command', '?')}`{why}")
     out.append("")
     out.append("## How it was measured")
     out.append("")
@@ -202,9 +227,11 @@ def section_env(d, out, date, perf_command):
                "fused time, measured in the same run (attention ops alone, and end to end; the MLP's "
                "end to end, `--mlp fused` against unfused).")
     if et:
+        its = " or ".join(f"{i} timed iterations after {w} warm-up" for i, w in d.torch_iters) or \
+            f"{et.get('iters', '?')} timed iterations after {et.get('warmup', '?')} warm-up"
         out.append(f"- PyTorch: `tools/bench_torch.py`, timm models with random weights "
-                   f"(pretrained=False), {et.get('iters', '?')} timed iterations after "
-                   f"{et.get('warmup', '?')} warm-up inside `torch.inference_mode()`, CUDA events "
+                   f"(pretrained=False), {its}{' (per run: its command)' if len(d.torch_iters) > 1 else ''} "
+                   f"inside `torch.inference_mode()`, CUDA events "
                    "around each forward, median. fp16/bf16: model and input in that dtype; tf32: "
                    "TF32 matmul and cuDNN allowed; fp32: both off. torch.compile: dynamic=False, "
                    "mode='reduce-overhead' (CUDA graphs) for batch <= 8, 'default' above, compiled "
@@ -217,6 +244,9 @@ def section_env(d, out, date, perf_command):
     out.append("```")
     if perf_command:
         out.append(perf_command)
+    for r in sorted(d.runs, key=lambda r: r.get("date", "")):
+        if r.get("command") and r["command"] != perf_command:
+            out.append(r["command"])
     out.extend(d.commands or ["(no commands recorded in the inputs)"])
     out.append("```")
     out.append("")
