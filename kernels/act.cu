@@ -54,10 +54,10 @@ extern "C" swin_status swin_gelu_cuda(void *x, const void *residual, size_t n, s
 
 // ---- each GELU formula alone, for its test
 
-template <int F>
+template <int F>   /* swin_gelu_kind */
 static __global__ void gelu_form_kernel(float *__restrict__ y, const float *__restrict__ x, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        y[i] = swin_gelu_form<F>(x[i]);
+        y[i] = F == SWIN_GELU_AS ? swin_gelu_erf16(x[i]) : swin_gelu_erfc(x[i]);
 }
 
 extern "C" swin_status swin_gelu_form_cuda(float *y, const float *x, size_t n, swin_gelu_kind form, cudaStream_t st) {
@@ -65,11 +65,10 @@ extern "C" swin_status swin_gelu_form_cuda(float *y, const float *x, size_t n, s
     if (n == 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n is 0", op);
     SWIN_TRY(swin_check_ptr(op, "y", y, sizeof(float)));
     SWIN_TRY(swin_check_ptr(op, "x", x, sizeof(float)));
-    switch (form) {
-    case SWIN_GELU_ERFC: gelu_form_kernel<SWIN_GELU_ERFC><<<swin_grid_for(n), 256, 0, st>>>(y, x, n); break;
-    case SWIN_GELU_AS: gelu_form_kernel<SWIN_GELU_AS><<<swin_grid_for(n), 256, 0, st>>>(y, x, n); break;
-    default: return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown GELU form %d", op, (int)form);
-    }
+    if (form != SWIN_GELU_ERFC && form != SWIN_GELU_AS)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: unknown GELU form %d", op, (int)form);
+    auto kern = form == SWIN_GELU_AS ? gelu_form_kernel<SWIN_GELU_AS> : gelu_form_kernel<SWIN_GELU_ERFC>;
+    kern<<<swin_grid_for(n), 256, 0, st>>>(y, x, n);
     SWIN_LAUNCH_CHECK("gelu_form_kernel", st);
     return SWIN_OK;
 }

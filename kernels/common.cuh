@@ -93,11 +93,6 @@ __device__ __forceinline__ float swin_gelu_erf16(float x) {
     return x * (x >= 0.0f ? 1.0f - hq : hq);
 }
 
-/* The GELU formulas by kind (ops.h swin_gelu_kind), for the test of each (swin_gelu_form_cuda) */
-template <int F> __device__ __forceinline__ float swin_gelu_form(float x);
-template <> __device__ __forceinline__ float swin_gelu_form<SWIN_GELU_ERFC>(float x) { return swin_gelu_erfc(x); }
-template <> __device__ __forceinline__ float swin_gelu_form<SWIN_GELU_AS>(float x) { return swin_gelu_erf16(x); }
-
 static inline swin_status swin_device_sms(int *sms) {
     int dev = 0;
     SWIN_CUDA_TRY(cudaGetDevice(&dev));

@@ -149,23 +149,27 @@ record() {
     "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
     "$verdict" "${last:0:120}" >>"$work/verify.tsv"
 }
+# verify_variant FIXTURE MODEL_DIR REFERENCE DEVICE "LABEL|[VAR=VALUE...] FLAGS...": one swin
+# verify (the environment settings first in the variant), its output into verify.log, its verdict
+# recorded
+verify_variant() {
+  local fx=$1 md=$2 ref=$3 dev=$4 label=${5%%|*} rc=0
+  local -a flags envs=()
+  read -r -a flags <<<"${5#*|}"
+  while [[ ${flags[0]} == *=* ]]; do envs+=("${flags[0]}"); flags=("${flags[@]:1}"); done
+  if [ $build_ok = 1 ]; then
+    env "${envs[@]}" timeout 300 "$build/swin" verify --model "$md" --reference "$ref" --device "$dev" \
+      "${flags[@]}" >"$work/v" 2>&1 || rc=$?
+  else
+    echo "FAIL not run: the build failed" >"$work/v"; rc=1
+  fi
+  { echo "######## $fx $label: ${envs[*]:+${envs[*]} }swin verify --model $md --device $dev ${flags[*]} (exit $rc)"
+    cat "$work/v"; } >>"$out/verify.log"
+  record "$fx" "$label" $rc
+}
 for dir in "${fixtures[@]}"; do
   dir=${dir%/}
-  fx=$(basename "$dir")
-  for v in "${variants[@]}"; do
-    label=${v%%|*}
-    read -r -a flags <<<"${v#*|}"
-    rc=0
-    if [ $build_ok = 1 ]; then
-      timeout 300 "$build/swin" verify --model "$dir" --reference "$dir/reference.safetensors" \
-        --device "$device" "${flags[@]}" >"$work/v" 2>&1 || rc=$?
-    else
-      echo "FAIL not run: the build failed" >"$work/v"; rc=1
-    fi
-    { echo "######## $fx $label: swin verify --model $dir --device $device ${flags[*]} (exit $rc)"
-      cat "$work/v"; } >>"$out/verify.log"
-    record "$fx" "$label" $rc
-  done
+  for v in "${variants[@]}"; do verify_variant "$(basename "$dir")" "$dir" "$dir/reference.safetensors" "$device" "$v"; done
 done
 
 # ---- 4b. full-size models: the fixtures are small (C 8 to 32), so the kernels that take only
@@ -187,18 +191,7 @@ if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
       echo "$fx|model|||||$(tail -n1 "$work/m")" >>"$work/verify.tsv"
       continue
     fi
-    for v in "${full_variants[@]}"; do
-      label=${v%%|*}
-      read -r -a flags <<<"${v#*|}"
-      envs=()
-      while [[ ${flags[0]} == *=* ]]; do envs+=("${flags[0]}"); flags=("${flags[@]:1}"); done
-      rc=0
-      env "${envs[@]}" timeout 300 "$build/swin" verify --model "$md" --reference "$md/ref.safetensors" \
-        --device cuda "${flags[@]}" >"$work/v" 2>&1 || rc=$?
-      { echo "######## $fx $label: ${envs[*]} swin verify --model $md --device cuda ${flags[*]} (exit $rc)"
-        cat "$work/v"; } >>"$out/verify.log"
-      record "$fx" "$label" $rc
-    done
+    for v in "${full_variants[@]}"; do verify_variant "$fx" "$md" "$md/ref.safetensors" cuda "$v"; done
   done
 fi
 

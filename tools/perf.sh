@@ -74,13 +74,14 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+merge_abs=()
 for m in $MERGE; do   # before anything is written: OUTDIR may not be one of them
   [ -d "$m" ] || { echo "perf.sh: PERF_MERGE: '$m' is not a folder" >&2; exit 2; }
-  [ "$(cd "$m" && pwd)" != "$out" ] || { echo "perf.sh: PERF_MERGE names OUTDIR itself ('$m')" >&2; exit 2; }
+  m=$(cd "$m" && pwd)
+  [ "$m" != "$out" ] || { echo "perf.sh: PERF_MERGE names OUTDIR itself ('$m')" >&2; exit 2; }
   [ -s "$m/perf_run.json" ] || { echo "perf.sh: PERF_MERGE: '$m' holds no perf_run.json (not a perf.sh OUTDIR)" >&2; exit 2; }
+  merge_abs+=("$m")
 done
-merge_abs=()
-for m in $MERGE; do merge_abs+=("$(cd "$m" && pwd)"); done
 rm -f "$out"/swin.jsonl "$out"/torch_eager.json "$out"/torch_compile.json "$out"/PERFORMANCE.md \
       "$out"/perf.log "$out"/build.log "$out"/torch_precompile.log "$out"/perf_run.json
 run_date=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -100,18 +101,21 @@ phase() {  # phase NAME: ends the previous phase (printing its duration) and sta
 left() { echo $((DEADLINE - (SECONDS - T0))); }
 limit() { local t=$(($(left) - $1)); [ $t -lt 1 ] && t=1; echo $t; }  # seconds left, less a reserve
 
-# make_table: this run's perf_run.json (date, GPU, command, failed phases; not in table-only
-# mode), then PERFORMANCE.md from the PERF_MERGE runs and this one
-make_table() {
+# write_run: this run's perf_run.json (date, GPU, command, the phases that failed so far)
+write_run() {
+  local cmdline gpu_name
   cmdline="PERF_ARCHS='$ARCHS' PERF_PRECISIONS='$PRECS' PERF_COMPILE_PRECISIONS='$CPRECS'"
   cmdline+=" PERF_BATCHES=$BATCHES PERF_ITERS=$ITERS"
   [ "$TORCH" = 1 ] || cmdline+=" PERF_TORCH=$TORCH"
   cmdline+=" bash tools/perf.sh OUTDIR"
   gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-  [ "$TABLE_ONLY" = 1 ] ||
-    python3 -c 'import json, sys; print(json.dumps({"tool": "perf", "date": sys.argv[1], "gpu": sys.argv[2] or "unknown",
-                                                "command": sys.argv[3], "failed": sys.argv[4:]}))' \
-      "$run_date" "$gpu_name" "$cmdline" "${failed[@]}" >"$out/perf_run.json" || failed+=("perf_run.json")
+  python3 -c 'import json, sys; print(json.dumps({"tool": "perf", "date": sys.argv[1], "gpu": sys.argv[2] or "unknown",
+                                              "command": sys.argv[3], "failed": sys.argv[4:]}))' \
+    "$run_date" "$gpu_name" "$cmdline" "${failed[@]}" >"$out/perf_run.json" || failed+=("perf_run.json")
+}
+
+# make_table: PERFORMANCE.md from the PERF_MERGE runs and this one (what OUTDIR holds)
+make_table() {
   inputs=()
   for d in "${merge_abs[@]}" "$out"; do   # earlier runs first: this run's rows win
     for f in perf_run.json swin.jsonl torch_eager.json torch_compile.json; do
@@ -253,6 +257,7 @@ fi
 
 # ---- the table
 phase table
+write_run
 make_table
 phase ""
 

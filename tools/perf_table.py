@@ -8,8 +8,8 @@ tools/perf.sh runs it at the end of a device run; docs/PERFORMANCE.md is that ou
 edited by hand. Inputs: a file holds one JSON object, a list of them, or one object per line
 (JSON Lines). Objects with "tool": "swin" are `swin bench --json` outputs (optionally with
 "command", or with "error" when the run failed); "tool": "torch" ones come from bench_torch.py;
-"tool": "perf" ones (perf_run.json) name a tools/perf.sh run: its date, GPU and command. Several
-runs can go into one table (perf.sh's PERF_MERGE): each is listed, and each row comes from one run.
+"tool": "perf" ones (perf_run.json) name a tools/perf.sh run: its date, GPU, command and failed
+phases. Several runs can go into one table (perf.sh's PERF_MERGE): each is listed.
 Rows are keyed by (arch, precision, batch) and, for torch, mode; a measured row beats one without
 a time, otherwise the later input wins. Nothing here measures anything: it only formats.
 """
@@ -98,7 +98,7 @@ class Data:
         self.commands = []
         self.archs = []
         self.files = []
-        self.runs = []          # tool "perf" objects: one per tools/perf.sh run
+        self.runs = []          # tool "perf" objects, one per tools/perf.sh run, by date
         self.gpus = []          # every GPU a swin or torch input names
         self.torch_iters = []   # (timed iterations, warm-up) of each torch input
 
@@ -119,6 +119,7 @@ class Data:
         elif tool == "perf":
             if obj not in self.runs:
                 self.runs.append(obj)
+                self.runs.sort(key=lambda r: r.get("date", ""))
         else:
             print(f"perf_table: {path}: skipping an object without tool swin/torch",
                   file=sys.stderr)
@@ -195,7 +196,7 @@ def cell_ms(row, what, notes):
 def section_env(d, out, date, perf_command):
     es, et = d.env_swin, d.env_torch
     if d.runs:   # the last run's date: when the numbers were taken, not when the table was
-        date = max(r.get("date", "") for r in d.runs) or date
+        date = d.runs[-1].get("date") or date
     out.append(f"Date: {date}  ")
     gpu = es.get("gpu") or et.get("gpu") or "unknown"
     out.append(f"GPU: {gpu}, driver {es.get('driver') or et.get('driver') or 'unknown'}  ")
@@ -214,7 +215,7 @@ def section_env(d, out, date, perf_command):
                    "runs measured the same row, the later run's numbers are shown, so a row's swin "
                    "and PyTorch numbers may come from different runs:")
         out.append("")
-        for r in sorted(d.runs, key=lambda r: r.get("date", "")):
+        for r in d.runs:
             failed = r.get("failed") or []
             why = f" (failed: {'; '.join(failed)})" if failed else ""
             out.append(f"- {r.get('date', '?')}, {r.get('gpu', '?')}: `{r.get('command', '?')}`{why}")
@@ -244,7 +245,7 @@ def section_env(d, out, date, perf_command):
     out.append("```")
     if perf_command:
         out.append(perf_command)
-    for r in sorted(d.runs, key=lambda r: r.get("date", "")):
+    for r in d.runs:
         if r.get("command") and r["command"] != perf_command:
             out.append(r["command"])
     out.extend(d.commands or ["(no commands recorded in the inputs)"])

@@ -45,9 +45,9 @@
  * busy, DRAM 20%, two CTAs an SM by registers), the GELU being most of the epilogue's
  * instructions and the copies' address arithmetic most of the mainloop's; the loader's
  * set-up-once offsets and the erfc GELU took fc1 + GELU from 3.99 to 3.48 ms (cuBLASLt fc1 + the
- * GELU pass: 3.56), swin_gelu_erf16 to 2.80. Since then the issue is no longer the bound: a
- * 12-instruction GELU (a logistic of a fitted odd polynomial, error 3e-7 |x|) in place of
- * swin_gelu_erf16's 16 left fc1 + GELU unchanged (H200, Swin-T fp16 batch 256, --breakdown: 2.776
+ * GELU pass: 3.56), swin_gelu_erf16 to 2.80. Since then the issue is no longer the bound: a GELU
+ * of 4 instructions fewer (a logistic of a fitted odd polynomial, error 3e-7 |x|) in place of
+ * swin_gelu_erf16 left fc1 + GELU unchanged (H200, Swin-T fp16 batch 256, --breakdown: 2.776
  * against 2.758 ms; end to end 10.482 against 10.485 ms) and was dropped. ncu now (stage 1, fp16,
  * batch 256): 566 us, SM throughput 62%, DRAM 27% (1.31 TB/s), 25% occupancy (two CTAs of 8
  * warps an SM, by registers and shared memory): latency-bound, the epilogue of one CTA and the
