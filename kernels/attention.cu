@@ -86,12 +86,28 @@ static bool kb32_on() {
     return on;
 }
 
+/* Windows of more than 4 query tiles whose count is not a multiple of 8 (Swin-B 384's 12x12: 9
+ * tiles) leave warps of the 8-warp kernel idle: warp 0 takes tiles 0 and 8 while 7 warps wait, 9 of
+ * 16 warp-rounds busy. SWIN_ATTN_FILL in the environment (read once) picks what such windows run on:
+ *   0  the 8-warp kernel (as before);
+ *   1  the 4-warp kernel, the tiles split over ceil(tiles / 4) CTAs (9 tiles: 3 CTAs of 3, 9 of 12
+ *      warps busy, K and V staged once per CTA);
+ *   2  (default) windows of exactly Tiles::kWarpsWindow tiles: one CTA of that many warps, a warp
+ *      per tile, K and V staged once; other counts as 1. */
+static int fill_mode() {
+    static const int mode = [] {
+        const char *v = getenv("SWIN_ATTN_FILL");
+        return v && (v[0] == '0' || v[0] == '1') && !v[1] ? v[0] - '0' : 2;
+    }();
+    return mode;
+}
+
 template <int HD, typename T, int NW, bool STREAM>
 static swin_status launch_mma_kernel(const MmaArgs &a, size_t grid, int smem, cudaStream_t st) {
     auto kern = attn_mma_kernel<HD, T, NW, STREAM, false>;
     if constexpr (exact_width(HD))
         if (a.g.hd == HD && exact_on()) kern = attn_mma_kernel<HD, T, NW, STREAM, true>;   // a.vb == 16: HD % 8 == 0
-    if constexpr (HD <= 32 && NW == Tiles::kWarpsSmall && !STREAM)
+    if constexpr (HD <= 32 && (NW == Tiles::kWarpsSmall || NW == Tiles::kWarpsWindow) && !STREAM)
         if (kb32_on()) {
             kern = attn_mma_kernel<HD, T, NW, STREAM, false, 32>;
             if constexpr (exact_width(HD))
@@ -148,6 +164,16 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         int groups = 1, max_groups = (a.tiles + nwarps - 1) / nwarps;
         if (pairs < want) groups = (int)((want + pairs - 1) / pairs);
         if (groups > max_groups) groups = max_groups;
+        if (fill_mode() && nwarps == Tiles::kWarpsLarge && a.tiles % Tiles::kWarpsLarge) {
+            if (fill_mode() == 2 && window_warps(HD) && a.tiles == Tiles::kWarpsWindow &&
+                MmaSmem(HD, g.npad, g.npad, g.nb, Tiles::kWarpsWindow).total <= optin) {
+                nwarps = Tiles::kWarpsWindow;
+                groups = 1;
+            } else if (MmaSmem(HD, g.npad, g.npad, g.nb, Tiles::kWarpsSmall).total <= optin) {
+                nwarps = Tiles::kWarpsSmall;
+                groups = (a.tiles + Tiles::kWarpsSmall - 1) / Tiles::kWarpsSmall;
+            }
+        }
         a.tiles_per_cta = (a.tiles + groups - 1) / groups;
         a.groups = (a.tiles + a.tiles_per_cta - 1) / a.tiles_per_cta;
     }
@@ -160,9 +186,11 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %zu CTAs exceed the grid limit", grid);
     /* the 4-warp kernels are resident-only: a window that streams runs on 8 warps */
     if constexpr (SWIN_ATTN_PIPELINE && HD <= 64)
-        if (nwarps == Tiles::kWarpsSmall && !stream) return launch_mma_pipe<HD, T>(a, sms, st);
+        if (nwarps == Tiles::kWarpsSmall && a.tiles <= nwarps && !stream) return launch_mma_pipe<HD, T>(a, sms, st);
     if (nwarps == Tiles::kWarpsSmall)
         return launch_mma_kernel<HD, T, Tiles::kWarpsSmall, false>(a, grid, L.total, st);
+    if constexpr (window_warps(HD))
+        if (nwarps == Tiles::kWarpsWindow) return launch_mma_kernel<HD, T, Tiles::kWarpsWindow, false>(a, grid, L.total, st);
     return stream ? launch_mma_kernel<HD, T, Tiles::kWarpsLarge, true>(a, grid, L.total, st)
                   : launch_mma_kernel<HD, T, Tiles::kWarpsLarge, false>(a, grid, L.total, st);
 }

@@ -23,6 +23,7 @@ struct Tiles {
                                                  // <= 32: 32, attention.cu kb32_on())
     static constexpr int kWarpsSmall = 4;        // warps per CTA when the window has <= 4 tiles (N <= 64)
     static constexpr int kWarpsLarge = 8;        // otherwise
+    static constexpr int kWarpsWindow = 9;       // a warp per tile of 12x12 windows (attention.cu fill_mode())
     static constexpr int kResidentKvBytes = 100 * 1024; // K+V of a window stay whole in smem up to this
     static constexpr int kStreamKeys = 128;      // else K/V pass through smem in chunks of this many keys
     static constexpr int kPad = 8;               // row padding (elements): rows shift by 16 B, ldmatrix conflict-free

@@ -18,6 +18,8 @@
  * in smem as zeros, and only hd output channels are stored. Above Tiles::kQRegsMax the Q fragments
  * are re-read from smem for each key block instead of being held in registers, and the warp's O
  * staging tile is its Q tile.
+ * Warps per CTA: 4 for windows of up to 4 query tiles, 9 for 12x12 windows (a warp per tile;
+ * attention.cu fill_mode()), else 8.
  * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
  * for N <= 64 that prefetch the next item while computing the current one.
  * Test: tests/test_gpu_attention.c.
@@ -36,6 +38,10 @@
 #ifndef SWIN_ATTN_MIN_CTAS_KB32
 #define SWIN_ATTN_MIN_CTAS_KB32 6
 #endif
+/* and the 9-warp kernel of 12x12 windows (head_dim <= 32, keys 32 at a time) */
+#ifndef SWIN_ATTN_MIN_CTAS_WINDOW
+#define SWIN_ATTN_MIN_CTAS_WINDOW 3
+#endif
 /* 1: small windows (N <= 64, head_dim <= 64) use the persistent prefetching kernel
  * attn_mma_pipe_kernel below; 0 (default): the plain resident kernel. Measured on an H200: correct
  * (test_gpu_attention) and racecheck-clean with -DSWIN_ATTN_PIPELINE=1, but 13% slower than the
@@ -45,6 +51,16 @@
 #endif
 
 namespace swin_attn {
+
+/* the kernel of a warp per tile of 12x12 windows (Tiles::kWarpsWindow) is built for these widths */
+__host__ __device__ constexpr bool window_warps(int HD) { return HD <= 64; }
+
+/* CTAs per SM a kernel's registers are limited to reach (its __launch_bounds__) */
+__host__ __device__ constexpr int mma_min_ctas(int NW, int HD, int KB) {
+    return HD > 32 ? 1
+         : NW == Tiles::kWarpsSmall ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS)
+         : NW == Tiles::kWarpsWindow ? SWIN_ATTN_MIN_CTAS_WINDOW : 1;
+}
 
 struct MmaArgs : AttnIO<void> {
     int tiles;                 // query tiles of 16 rows per window (npad / 16)
@@ -320,8 +336,7 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
  * kernel, EXACT false, handles any hd <= HD) */
 /* KB: keys per online-softmax step of the resident mode (the streamed mode keeps Tiles::kKeyBlock) */
 template <int HD, typename T, int NW, bool STREAM, bool EXACT, int KB = Tiles::kKeyBlock>
-__global__ void __launch_bounds__(NW * 32, (NW == Tiles::kWarpsSmall && HD <= 32)
-                                               ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS) : 1)
+__global__ void __launch_bounds__(NW * 32, mma_min_ctas(NW, HD, KB))
 attn_mma_kernel(MmaArgs a) {
     swin_pdl_begin();
     constexpr int LD = HD + Tiles::kPad;
