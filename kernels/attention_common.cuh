@@ -120,10 +120,17 @@ __device__ __forceinline__ bool window_masked(const Geom &g, int wy, int wx) {
     return (g.sh > 0 && wy == g.nwy - 1) || (g.sw > 0 && wx == g.nwx - 1);
 }
 
-/* smem tables of one window and head: kinfo[t] for t < n, and the head's bias column times mul */
+/* smem tables of one window and head: kinfo[t] for t < n, and the head's bias column times mul;
+ * kbytes (when not null): koff(t) * 4, the byte offset that a key subtracts from a query's bias
+ * row address (the tensor-core kernel's inner loop: one add per score, no unpacking) */
 __device__ __forceinline__ void stage_tables(int *kinfo, int n, float *bias, const float *table, int h,
-                                             float mul, const Geom &g, int wy, int wx, int tid, int nthr) {
-    for (int t = tid; t < n; t += nthr) kinfo[t] = token_info(g, wy, wx, t);
+                                             float mul, const Geom &g, int wy, int wx, int tid, int nthr,
+                                             int *kbytes = nullptr) {
+    for (int t = tid; t < n; t += nthr) {
+        const int info = token_info(g, wy, wx, t);
+        kinfo[t] = info;
+        if (kbytes) kbytes[t] = info_koff(info) * 4;
+    }
     for (int i = tid; i < g.nb; i += nthr) bias[i] = __ldg(table + (size_t)i * g.heads + h) * mul;
 }
 

@@ -20,6 +20,14 @@
  * staging tile is its Q tile.
  * Warps per CTA: 4 for windows of up to 4 query tiles, 9 for 12x12 windows (a warp per tile;
  * attention.cu fill_mode()), else 8.
+ * The inner loop (tile_keys) is issue-bound, so it is kept short: a key's bias offset is staged
+ * once per CTA as bytes (kbytes), so that a score's bias is one add and one load; the ldmatrix
+ * addresses are a held base plus constants; the per-key tables hold a key block past npad
+ * (key_slots), so no group of a block is guarded, and keys past the window are set to -inf once.
+ * Measured against the loop before (H200, fp16, two builds in one run): ncu instructions of a
+ * Swin-B 384 stage-3 launch at batch 64 84.8M -> 72.3M, 174 -> 148 us; Swin-T stage 1 at batch
+ * 256 507 -> 450 us; attention ops per forward at batch 256 Swin-T 1.94 -> 1.77 ms, SwinV2-T 2.19
+ * -> 2.08, Swin-B 384 15.89 -> 13.62.
  * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
  * for N <= 64 that prefetch the next item while computing the current one.
  * Test: tests/test_gpu_attention.c.
@@ -37,6 +45,10 @@
 #endif
 #ifndef SWIN_ATTN_MIN_CTAS_KB32
 #define SWIN_ATTN_MIN_CTAS_KB32 6
+#endif
+/* the 8-warp kernels (head_dim <= 32) */
+#ifndef SWIN_ATTN_MIN_CTAS_LARGE
+#define SWIN_ATTN_MIN_CTAS_LARGE 2
 #endif
 /* and the 9-warp kernel of 12x12 windows (head_dim <= 32, keys 32 at a time) */
 #ifndef SWIN_ATTN_MIN_CTAS_WINDOW
@@ -57,9 +69,9 @@ __host__ __device__ constexpr bool window_warps(int HD) { return HD <= 64; }
 
 /* CTAs per SM a kernel's registers are limited to reach (its __launch_bounds__) */
 __host__ __device__ constexpr int mma_min_ctas(int NW, int HD, int KB) {
-    return HD > 32 ? 1
+    return HD > 32 ? (NW == Tiles::kWarpsSmall && HD <= 64 ? 3 : 1)
          : NW == Tiles::kWarpsSmall ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS)
-         : NW == Tiles::kWarpsWindow ? SWIN_ATTN_MIN_CTAS_WINDOW : 1;
+         : NW == Tiles::kWarpsWindow ? SWIN_ATTN_MIN_CTAS_WINDOW : SWIN_ATTN_MIN_CTAS_LARGE;
 }
 
 struct MmaArgs : AttnIO<void> {
@@ -70,6 +82,10 @@ struct MmaArgs : AttnIO<void> {
     int nwin;                  // windows B*nW
 };
 
+/* Entries of the per-key tables (kinfo, kbytes, rk): npad and one key block more, so that a block
+ * of keys reads them without bounds checks (the keys past the block's end are then set to -inf) */
+__host__ __device__ constexpr int key_slots(int npad) { return npad + Tiles::kKeyBlock; }
+
 /* Q fragments of a warp tile live in registers (else they are re-read from smem per key block) */
 __host__ __device__ constexpr bool q_in_regs(int HD) { return HD <= Tiles::kQRegsMax; }
 
@@ -77,14 +93,15 @@ __host__ __device__ constexpr bool q_in_regs(int HD) { return HD <= Tiles::kQReg
  * padded tile width. Per warp a Q tile and an O tile; one tile (O staged over Q) when Q is not
  * held in registers. */
 struct MmaSmem {
-    int k, v, kinfo, rk, bias, stage, total;
+    int k, v, kinfo, kbytes, rk, bias, stage, total;
     __host__ __device__ MmaSmem(int hd, int kv_rows, int npad, int nb, int nwarps) {   /* nb: Geom::nb */
         int ld = hd + Tiles::kPad;
         k = 0;
         v = k + kv_rows * ld * 2;
         kinfo = v + kv_rows * ld * 2;
-        rk = kinfo + npad * 4;
-        bias = rk + npad * 4;
+        kbytes = kinfo + key_slots(npad) * 4;
+        rk = kbytes + key_slots(npad) * 4;
+        bias = rk + key_slots(npad) * 4;
         stage = (bias + nb * 4 + 15) & ~15;
         total = stage + nwarps * (q_in_regs(hd) ? 2 : 1) * Tiles::kRows * ld * 2;
     }
@@ -178,18 +195,29 @@ __device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int til
 
 /* keys [k_begin, k_end) (multiples of 16); smem row 0 of ks/vs holds key k_lo. masked: the window
  * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped).
- * qs: the tile's Q rows in smem (read here only when !q_in_regs(HD)) */
+ * qs: the tile's Q rows in smem (read here only when !q_in_regs(HD)). kbytes: stage_tables' koff * 4
+ * of every key. The lane parts of the ldmatrix addresses and of the bias rows' addresses are set
+ * up once, so that in the loop a fragment address is a base plus a constant and a bias address one
+ * add; the V2 and mask steps are loops of their own behind one uniform branch each. */
 template <int HD, typename T, int KB = Tiles::kKeyBlock>
 __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T *vs, const T *qs, int k_lo,
-                                          int k_begin, int k_end, const int *kinfo, const float *rk,
-                                          const float *bias, const MmaArgs &a, bool masked, int lane) {
+                                          int k_begin, int k_end, const int *kinfo, const int *kbytes,
+                                          const float *rk, const float *bias, const MmaArgs &a, bool masked,
+                                          int lane) {
     constexpr int LD = HD + Tiles::kPad, NT = KB / 8;
     const int mi = lane >> 3, q4 = lane & 3;
     const float mask = kMask * kLog2e;
-    const float *br0 = bias + t.qb[0], *br1 = bias + t.qb[1];   // bias index = qbase(i) - koff(j)
+    const int kl = ((lane & 7) + (mi >> 1) * 8) * LD + (mi & 1) * 8;   // K (B operand) rows of this lane
+    const int ql = ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;   // Q (A operand) and V (B, transposed)
+    const T *kl_p = ks + kl, *ql_p = vs + ql;
+    asm("" : "+l"(kl_p), "+l"(ql_p));   // held, not recomputed from the lane id before every ldmatrix
+    /* bias of (row, key) at byte address brow[r] - kbytes[key] (index qbase(row) - koff(key)) */
+    const int kend = min(k_end, a.g.N);   // keys from here on score -inf
+    const char *brow[2] = {reinterpret_cast<const char *>(bias + t.qb[0]), reinterpret_cast<const char *>(bias + t.qb[1])};
     for (int kb = k_begin; kb < k_end; kb += KB) {
         const int ng = min(KB / 16, (k_end - kb) >> 4);   // 16-key groups in this block
-        const T *kblk = ks + (kb - k_lo) * LD, *vblk = vs + (kb - k_lo) * LD;
+        const T *kblk = kl_p + (kb - k_lo) * LD, *vblk = ql_p + (kb - k_lo) * LD;
+        const int *kbb = kbytes + kb + 2 * q4;   // this lane's keys of the block: kbb[8n], kbb[8n + 1]
         float s[NT][4];
 #pragma unroll
         for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -200,50 +228,51 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
             if constexpr (q_in_regs(HD)) {
                 qa[0] = t.qf[kk][0], qa[1] = t.qf[kk][1], qa[2] = t.qf[kk][2], qa[3] = t.qf[kk][3];
             } else {
-                ldsm_x4(qa, qs + ((lane & 7) + (mi & 1) * 8) * LD + kk * 16 + (mi >> 1) * 8);
+                ldsm_x4(qa, qs + ql + kk * 16);
             }
 #pragma unroll
             for (int gp = 0; gp < KB / 16; gp++) {
                 if (gp < ng) {
                     uint32_t b[4];
-                    ldsm_x4(b, kblk + (gp * 16 + (lane & 7) + (mi >> 1) * 8) * LD + kk * 16 + (mi & 1) * 8);
+                    ldsm_x4(b, kblk + gp * 16 * LD + kk * 16);
                     mma16816<T>(s[2 * gp], qa, b[0], b[1]);
                     mma16816<T>(s[2 * gp + 1], qa, b[2], b[3]);
                 }
             }
         }
-        // log2-domain scores: s * scale (V2: / |k|) + bias, then mask and pads (uniform branches)
+        if (a.v2) {   // cosine attention: q.k / |k| (the 1/|q| is in t.sc)
 #pragma unroll
-        for (int n = 0; n < NT; n++) {
-            if (n / 2 < ng) {
-                const int j = kb + n * 8 + 2 * q4;
-                const int2 ki = *reinterpret_cast<const int2 *>(kinfo + j);
-                if (a.v2) {
-                    const float2 r = *reinterpret_cast<const float2 *>(rk + j);
-                    s[n][0] *= r.x, s[n][1] *= r.y, s[n][2] *= r.x, s[n][3] *= r.y;
-                }
-                const int k0 = info_koff(ki.x), k1 = info_koff(ki.y);
-                s[n][0] = fmaf(s[n][0], t.sc[0], br0[-k0]);
-                s[n][1] = fmaf(s[n][1], t.sc[0], br0[-k1]);
-                s[n][2] = fmaf(s[n][2], t.sc[1], br1[-k0]);
-                s[n][3] = fmaf(s[n][3], t.sc[1], br1[-k1]);
-                if (masked) {
-                    const int r0 = info_region(ki.x), r1 = info_region(ki.y);
-                    if (r0 != t.qr[0]) s[n][0] += mask;
-                    if (r1 != t.qr[0]) s[n][1] += mask;
-                    if (r0 != t.qr[1]) s[n][2] += mask;
-                    if (r1 != t.qr[1]) s[n][3] += mask;
-                }
-            } else {
-                s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
+            for (int n = 0; n < NT; n++) {
+                const float2 r = *reinterpret_cast<const float2 *>(rk + kb + n * 8 + 2 * q4);
+                s[n][0] *= r.x, s[n][1] *= r.y, s[n][2] *= r.x, s[n][3] *= r.y;
             }
         }
-        if (kb + KB > a.g.N) {   // only the last block can hold pad keys
+        // log2-domain scores: s * scale + bias (every group: the tables hold key_slots entries)
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const int2 kbt = *reinterpret_cast<const int2 *>(kbb + n * 8);
+            s[n][0] = fmaf(s[n][0], t.sc[0], *reinterpret_cast<const float *>(brow[0] - kbt.x));
+            s[n][1] = fmaf(s[n][1], t.sc[0], *reinterpret_cast<const float *>(brow[0] - kbt.y));
+            s[n][2] = fmaf(s[n][2], t.sc[1], *reinterpret_cast<const float *>(brow[1] - kbt.x));
+            s[n][3] = fmaf(s[n][3], t.sc[1], *reinterpret_cast<const float *>(brow[1] - kbt.y));
+        }
+        if (masked) {   // keys of another region than the query row's
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const int2 ki = *reinterpret_cast<const int2 *>(kinfo + kb + n * 8 + 2 * q4);
+                const int r0 = info_region(ki.x), r1 = info_region(ki.y);
+                if (r0 != t.qr[0]) s[n][0] += mask;
+                if (r1 != t.qr[0]) s[n][1] += mask;
+                if (r0 != t.qr[1]) s[n][2] += mask;
+                if (r1 != t.qr[1]) s[n][3] += mask;
+            }
+        }
+        if (kb + KB > kend) {   // keys past the window (pads) or past this call's range score -inf
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 const int j = kb + n * 8 + 2 * q4;
-                if (j >= a.g.N) s[n][0] = s[n][2] = -INFINITY;
-                if (j + 1 >= a.g.N) s[n][1] = s[n][3] = -INFINITY;
+                if (j >= kend) s[n][0] = s[n][2] = -INFINITY;
+                if (j + 1 >= kend) s[n][1] = s[n][3] = -INFINITY;
             }
         }
         float bmax[2] = {-INFINITY, -INFINITY};
@@ -287,7 +316,7 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
 #pragma unroll
                 for (int np = 0; np < HD / 16; np++) {
                     uint32_t b[4];
-                    ldsm_x4_trans(b, vblk + (gp * 16 + (lane & 7) + (mi & 1) * 8) * LD + np * 16 + (mi >> 1) * 8);
+                    ldsm_x4_trans(b, vblk + gp * 16 * LD + np * 16);
                     mma16816<T>(t.o[2 * np], pa, b[0], b[1]);
                     mma16816<T>(t.o[2 * np + 1], pa, b[2], b[3]);
                 }
@@ -354,7 +383,7 @@ attn_mma_kernel(MmaArgs a) {
     constexpr bool QREG = q_in_regs(HD);
     const MmaSmem L(HD, a.kv_rows, g.npad, g.nb, nwarps);
     T *ks = reinterpret_cast<T *>(smem + L.k), *vs = reinterpret_cast<T *>(smem + L.v);
-    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
+    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo), *kbytes = reinterpret_cast<int *>(smem + L.kbytes);
     float *rk = reinterpret_cast<float *>(smem + L.rk), *bias = reinterpret_cast<float *>(smem + L.bias);
     T *qs = reinterpret_cast<T *>(smem + L.stage) + warp * (QREG ? 2 : 1) * Tiles::kRows * LD;
     T *os = QREG ? qs + Tiles::kRows * LD : qs;
@@ -375,13 +404,13 @@ attn_mma_kernel(MmaArgs a) {
         load_rows<HD>(vs, v, ldg, 0, g.npad, g.N, hd, vb, tid, nthr);
     }
     cp_async_commit();
-    stage_tables(kinfo, g.npad, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);   // overlaps the copies
+    stage_tables(kinfo, key_slots(g.npad), bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr, kbytes);   // overlaps the copies
     cp_async_wait_all();
     __syncthreads();
 
     if (!STREAM) {
         if (a.v2) {
-            for (int j = tid; j < g.npad; j += nthr) rk[j] = inv_norm_row<HD, T>(ks + j * LD);
+            for (int j = tid; j < key_slots(g.npad); j += nthr) rk[j] = j < g.npad ? inv_norm_row<HD, T>(ks + j * LD) : 0.f;
             __syncthreads();
         }
         for (; tile < t1; tile += nwarps) {
@@ -393,7 +422,7 @@ attn_mma_kernel(MmaArgs a) {
                 if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
                 cp_async_commit();
             }
-            tile_keys<HD, T, KB>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, bias, a, masked, lane);
+            tile_keys<HD, T, KB>(t, ks, vs, qs, 0, 0, g.npad, kinfo, kbytes, rk, bias, a, masked, lane);
             tile_end<HD, T>(t, os, out, tile, a, hd, vb, lane);
             if constexpr (!QREG) {  // Q is read until the end of the keys and O staged over it: load after
                 if (next < t1) load_rows<HD>(qs, q, ldg, next * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
@@ -418,7 +447,7 @@ attn_mma_kernel(MmaArgs a) {
                 for (int j = tid; j < n; j += nthr) rk[c0 + j] = inv_norm_row<HD, T>(ks + j * LD);
                 __syncthreads();
             }
-            if (has) tile_keys<HD, T>(t, ks, vs, qs, c0, c0, c0 + n, kinfo, rk, bias, a, masked, lane);
+            if (has) tile_keys<HD, T>(t, ks, vs, qs, c0, c0, c0 + n, kinfo, kbytes, rk, bias, a, masked, lane);
         }
         if (has) tile_end<HD, T>(t, os, out, tile, a, hd, vb, lane);
     }
@@ -429,17 +458,18 @@ attn_mma_kernel(MmaArgs a) {
 /* two stages of {Q, K, V, kinfo, bias} for one (window, head) each, then rk and the O staging;
  * byte offsets inside stage 0 (stage 1 = the same + span) */
 struct PipeSmem {
-    int q, k, v, kinfo, bias, span, rk, stage, total;
+    int q, k, v, kinfo, kbytes, bias, span, rk, stage, total;
     __host__ __device__ PipeSmem(int hd, int npad, int nbias) {   /* nbias: Geom::nb */
         int ld = hd + Tiles::kPad, mat = npad * ld * 2, nb = (nbias * 4 + 15) & ~15;
         q = 0;
         k = q + mat;
         v = k + mat;
         kinfo = v + mat;
-        bias = kinfo + npad * 4;
+        kbytes = kinfo + key_slots(npad) * 4;
+        bias = kbytes + key_slots(npad) * 4;
         span = bias + nb;
         rk = 2 * span;
-        stage = rk + npad * 4;
+        stage = rk + key_slots(npad) * 4;
         total = stage + Tiles::kWarpsSmall * Tiles::kRows * ld * 2;
     }
 };
@@ -470,8 +500,8 @@ attn_mma_pipe_kernel(MmaArgs a) {
         load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.k), q + g.C, ldg, 0, g.npad, g.N, g.hd, a.vb, tid, nthr);
         load_rows<HD>(reinterpret_cast<T *>(smem + sb + L.v), q + 2 * g.C, ldg, 0, g.npad, g.N, g.hd, a.vb, tid, nthr);
         cp_async_commit();
-        stage_tables(reinterpret_cast<int *>(smem + sb + L.kinfo), g.npad, reinterpret_cast<float *>(smem + sb + L.bias),
-                     a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
+        stage_tables(reinterpret_cast<int *>(smem + sb + L.kinfo), key_slots(g.npad), reinterpret_cast<float *>(smem + sb + L.bias),
+                     a.bias_table, h, kLog2e, g, wy, wx, tid, nthr, reinterpret_cast<int *>(smem + sb + L.kbytes));
     };
 
     size_t item = blockIdx.x;
@@ -486,7 +516,7 @@ attn_mma_pipe_kernel(MmaArgs a) {
         const T *ks = reinterpret_cast<const T *>(smem + sb + L.k), *vs = reinterpret_cast<const T *>(smem + sb + L.v);
         const int *kinfo = reinterpret_cast<const int *>(smem + sb + L.kinfo);
         if (a.v2) {
-            for (int j = tid; j < g.npad; j += nthr) rk[j] = inv_norm_row<HD, T>(ks + j * LD);
+            for (int j = tid; j < key_slots(g.npad); j += nthr) rk[j] = j < g.npad ? inv_norm_row<HD, T>(ks + j * LD) : 0.f;
             __syncthreads();
         }
         const int h = (int)(item % g.heads), w = (int)(item / g.heads);
@@ -497,7 +527,8 @@ attn_mma_pipe_kernel(MmaArgs a) {
             const T *qs = reinterpret_cast<const T *>(smem + sb + L.q) + warp * Tiles::kRows * LD;
             WarpTile<HD> t;
             tile_begin<HD, T>(t, qs, warp, kinfo, a, __ldg(a.scale + h), lane);
-            tile_keys<HD, T>(t, ks, vs, qs, 0, 0, g.npad, kinfo, rk, reinterpret_cast<const float *>(smem + sb + L.bias),
+            tile_keys<HD, T>(t, ks, vs, qs, 0, 0, g.npad, kinfo, reinterpret_cast<const int *>(smem + sb + L.kbytes), rk,
+                             reinterpret_cast<const float *>(smem + sb + L.bias),
                              a, window_masked(g, wy, wx), lane);
             tile_end<HD, T>(t, os, out, warp, a, g.hd, a.vb, lane);
         }
