@@ -49,6 +49,10 @@ static Geom make_geom(const swin_dims *d) {
     g.heads = d->heads;
     g.C = d->C;
     g.hd = d->head_dim;
+    g.div_heads.set(g.heads);
+    g.div_nw.set(g.nw);
+    g.div_nwx.set(g.nwx);
+    g.div_ww.set(g.Ww);
     return g;
 }
 
@@ -177,6 +181,7 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         a.tiles_per_cta = (a.tiles + groups - 1) / groups;
         a.groups = (a.tiles + a.tiles_per_cta - 1) / a.tiles_per_cta;
     }
+    a.div_groups.set(a.groups);
     const MmaSmem L(HD, a.kv_rows, g.npad, g.nb, nwarps);
     if (L.total > optin)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: window %dx%d with head_dim %d (tile width %d) needs "

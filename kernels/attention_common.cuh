@@ -63,9 +63,24 @@ static constexpr float kMask = -100.0f;          // added where shift regions di
  * row, nw per image; shift (sh, sw) per dimension (0 where that dimension does not shift); nb =
  * (2Wh-1)(2Ww-1) relative-position bias entries per head. The attention itself does not care about
  * padding: padding tokens are rows of qkv like any other (the window partition made them zero). */
+/* n / d for 0 <= n < 2^31 and 1 <= d < 2^31 by a multiply-high, an add and a shift instead of
+ * an integer division (~20 instructions): s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1 */
+struct FastDiv {
+    uint32_t d, m, s;
+    void set(int divisor) {
+        d = (uint32_t)divisor;
+        s = 0;
+        while ((1u << s) < d) s++;
+        m = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << s) - d)) / d + 1);
+    }
+    __device__ __forceinline__ int div(int n) const { return (int)((__umulhi((uint32_t)n, m) + (uint32_t)n) >> s); }
+    __device__ __forceinline__ int mod(int n, int q) const { return n - q * (int)d; }   // q = div(n)
+};
+
 struct Geom {
     int N, npad, Wh, Ww, hp, wp, sh, sw, nwx, nwy, nw, nb, heads, C;
     int hd;                    // head_dim (C == heads * hd), any of 1..Tiles::kMaxHeadDim
+    FastDiv div_heads, div_nw, div_nwx, div_ww;   // by heads, nw, nwx, Ww (make_geom sets them)
 };
 
 /* What every fused kernel reads and writes; the kernels' argument structs extend it. P is the
@@ -97,7 +112,7 @@ __device__ __forceinline__ int region_of(int c, int n, int W, int shift) {
  * qbase(i) = koff(i) + (Wh-1)*(2Ww-1) + (Ww-1) = (dy + Wh-1)*(2Ww-1) + (dx + Ww-1) + koff(j). */
 __device__ __forceinline__ int token_info(const Geom &g, int wy, int wx, int t) {
     if (t >= g.N) t = 0;
-    int ty = t / g.Ww, tx = t - ty * g.Ww;
+    int ty = g.div_ww.div(t), tx = t - ty * g.Ww;
     int reg = region_of(wy * g.Wh + ty, g.hp, g.Wh, g.sh) * 3 + region_of(wx * g.Ww + tx, g.wp, g.Ww, g.sw);
     return (ty * (2 * g.Ww - 1) + tx) | (reg << 12);
 }
@@ -109,8 +124,8 @@ __device__ __forceinline__ int info_qbase(const Geom &g, int info) {
 
 /* window index w -> (wy, wx) inside its image */
 __device__ __forceinline__ void window_pos(const Geom &g, int w, int *wy, int *wx) {
-    int wl = w % g.nw;
-    *wy = wl / g.nwx;
+    int wl = g.div_nw.mod(w, g.div_nw.div(w));
+    *wy = g.div_nwx.div(wl);
     *wx = wl - *wy * g.nwx;
 }
 

@@ -27,7 +27,11 @@
  * Measured against the loop before (H200, fp16, two builds in one run): ncu instructions of a
  * Swin-B 384 stage-3 launch at batch 64 84.8M -> 72.3M, 174 -> 148 us; Swin-T stage 1 at batch
  * 256 507 -> 450 us; attention ops per forward at batch 256 Swin-T 1.94 -> 1.77 ms, SwinV2-T 2.19
- * -> 2.08, Swin-B 384 15.89 -> 13.62.
+ * -> 2.08, Swin-B 384 15.89 -> 13.62. Then the CTA's set-up: the (window, head, group) of the CTA
+ * and the window's position by FastDiv (a multiply-high and a shift) instead of integer divisions,
+ * K and V loaded in one pass (H100, two builds in one run: ncu Swin-T stage 1 at batch 256 411 ->
+ * 351 us, Swin-B 384 stage 3 at batch 64 141 -> 127 us; attention ops at batch 256 Swin-T 1.77 ->
+ * 1.59 ms, SwinV2-T 2.10 -> 1.92, Swin-B 384 13.8 -> 13.0).
  * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
  * for N <= 64 that prefetch the next item while computing the current one.
  * Test: tests/test_gpu_attention.c.
@@ -78,6 +82,7 @@ struct MmaArgs : AttnIO<void> {
     int tiles;                 // query tiles of 16 rows per window (npad / 16)
     int tiles_per_cta;         // resident: tiles one CTA covers; streamed: one per warp
     int groups;                // CTAs per (window, head)
+    FastDiv div_groups;        // by groups (set by the launcher)
     int kv_rows;               // keys held in smem at a time (npad when resident)
     int nwin;                  // windows B*nW
 };
@@ -108,31 +113,39 @@ struct MmaSmem {
 };
 
 /* rows [r0, r0+nrows) of a head's [N, hd] slice (row stride ldg elements) into smem rows 0..
+ * (and, when dst2 is given, the same rows of the slice off2 elements further into dst2: K and V
+ * in one pass)
  * (stride LD) as HD columns; rows >= N and columns >= hd are zero-filled, so that P (=0) x V
  * stays finite and the pad channels add nothing. vb = access_bytes(hd, 2): 16-byte cp.async
  * (pieces past hd zero-filled), else pieces of vb bytes: cp.async for 8 and 4, plain 2-byte copies
  * for 2 (odd hd; visible after the caller's barrier like the rest). */
 template <int HD, typename T>
 __device__ __forceinline__ void load_rows(T *dst, const T *src, size_t ldg, int r0, int nrows, int N,
-                                          int hd, int vb, int tid, int nthr) {
+                                          int hd, int vb, int tid, int nthr, T *dst2 = nullptr, int off2 = 0) {
     constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;   // 16-byte chunks per row
     if (vb == 16) {
         for (int i = tid; i < nrows * CPR; i += nthr) {
             int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
             bool ok = gr < N && c < hd;
-            cp_async16(dst + r * LD + c, src + (size_t)(ok ? gr : 0) * ldg + (ok ? c : 0), ok);
+            const T *s = src + (size_t)(ok ? gr : 0) * ldg + (ok ? c : 0);
+            cp_async16(dst + r * LD + c, s, ok);
+            if (dst2) cp_async16(dst2 + r * LD + c, s + off2, ok);
         }
         return;
     }
     const int ppr = HD * (int)sizeof(T) / vb, hb = hd * (int)sizeof(T);   // pieces per row, data bytes
-    for (int i = tid; i < nrows * ppr; i += nthr) {
-        int r = i / ppr, b = (i - r * ppr) * vb, gr = r0 + r;
-        bool ok = gr < N && b < hb;
-        char *d = reinterpret_cast<char *>(dst + r * LD) + b;
-        const char *s = reinterpret_cast<const char *>(src + (size_t)(ok ? gr : 0) * ldg) + (ok ? b : 0);
-        if (vb == 8) cp_async8(d, s, ok);
-        else if (vb == 4) cp_async4(d, s, ok);
-        else *reinterpret_cast<unsigned short *>(d) = ok ? __ldg(reinterpret_cast<const unsigned short *>(s)) : (unsigned short)0;
+    for (int cp = 0; cp < (dst2 ? 2 : 1); cp++) {
+        T *dm = cp ? dst2 : dst;
+        const T *sm = cp ? src + off2 : src;
+        for (int i = tid; i < nrows * ppr; i += nthr) {
+            int r = i / ppr, b = (i - r * ppr) * vb, gr = r0 + r;
+            bool ok = gr < N && b < hb;
+            char *d = reinterpret_cast<char *>(dm + r * LD) + b;
+            const char *s = reinterpret_cast<const char *>(sm + (size_t)(ok ? gr : 0) * ldg) + (ok ? b : 0);
+            if (vb == 8) cp_async8(d, s, ok);
+            else if (vb == 4) cp_async4(d, s, ok);
+            else *reinterpret_cast<unsigned short *>(d) = ok ? __ldg(reinterpret_cast<const unsigned short *>(s)) : (unsigned short)0;
+        }
     }
 }
 
@@ -373,10 +386,8 @@ attn_mma_kernel(MmaArgs a) {
     const Geom &g = a.g;
     constexpr int nwarps = NW, nthr = NW * 32;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
-    int cta = blockIdx.x;
-    const int grp = cta % a.groups;
-    cta /= a.groups;
-    const int h = cta % g.heads, w = cta / g.heads;
+    const int pair = a.div_groups.div(blockIdx.x), grp = a.div_groups.mod(blockIdx.x, pair);
+    const int w = g.div_heads.div(pair), h = g.div_heads.mod(pair, w);
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 
@@ -391,7 +402,7 @@ attn_mma_kernel(MmaArgs a) {
     const size_t ldg = (size_t)3 * g.C;
     const int hd = EXACT ? HD : g.hd, vb = EXACT ? 16 : a.vb;
     const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * hd;
-    const T *k = q + g.C, *v = q + 2 * g.C;
+    const T *k = q + g.C;   // v = k + C
     T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * hd;
     const float scale_h = __ldg(a.scale + h);
     const int t0 = grp * a.tiles_per_cta, t1 = min(a.tiles, t0 + a.tiles_per_cta);
@@ -399,10 +410,7 @@ attn_mma_kernel(MmaArgs a) {
     int tile = t0 + warp;
 
     if (tile < t1) load_rows<HD>(qs, q, ldg, tile * Tiles::kRows, Tiles::kRows, g.N, hd, vb, lane, 32);
-    if (!STREAM) {
-        load_rows<HD>(ks, k, ldg, 0, g.npad, g.N, hd, vb, tid, nthr);
-        load_rows<HD>(vs, v, ldg, 0, g.npad, g.N, hd, vb, tid, nthr);
-    }
+    if (!STREAM) load_rows<HD>(ks, k, ldg, 0, g.npad, g.N, hd, vb, tid, nthr, vs, g.C);
     cp_async_commit();
     stage_tables(kinfo, key_slots(g.npad), bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr, kbytes);   // overlaps the copies
     cp_async_wait_all();
@@ -438,8 +446,7 @@ attn_mma_kernel(MmaArgs a) {
         for (int c0 = 0; c0 < g.npad; c0 += a.kv_rows) {
             const int n = min(a.kv_rows, g.npad - c0);
             __syncthreads();   // every warp is done with the previous chunk
-            load_rows<HD>(ks, k, ldg, c0, n, g.N, hd, vb, tid, nthr);
-            load_rows<HD>(vs, v, ldg, c0, n, g.N, hd, vb, tid, nthr);
+            load_rows<HD>(ks, k, ldg, c0, n, g.N, hd, vb, tid, nthr, vs, g.C);
             cp_async_commit();
             cp_async_wait_all();
             __syncthreads();
@@ -492,7 +499,7 @@ attn_mma_pipe_kernel(MmaArgs a) {
 
     /* issue the copies (one cp.async group) and stage the tables of item it into stage sb (bytes) */
     auto issue = [&](size_t it, int sb) {
-        const int h = (int)(it % g.heads), w = (int)(it / g.heads);
+        const int w = g.div_heads.div((int)it), h = g.div_heads.mod((int)it, w);
         int wy, wx;
         window_pos(g, w, &wy, &wx);
         const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * g.hd;
@@ -519,7 +526,7 @@ attn_mma_pipe_kernel(MmaArgs a) {
             for (int j = tid; j < key_slots(g.npad); j += nthr) rk[j] = j < g.npad ? inv_norm_row<HD, T>(ks + j * LD) : 0.f;
             __syncthreads();
         }
-        const int h = (int)(item % g.heads), w = (int)(item / g.heads);
+        const int w = g.div_heads.div((int)item), h = g.div_heads.mod((int)item, w);
         if (warp < a.tiles) {
             int wy, wx;
             window_pos(g, w, &wy, &wx);

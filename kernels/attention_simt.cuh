@@ -72,7 +72,7 @@ attn_f32_kernel(F32Args a) {
     int cta = blockIdx.x;
     const int grp = cta % a.groups;
     cta /= a.groups;
-    const int h = cta % g.heads, w = cta / g.heads;
+    const int w = g.div_heads.div(cta), h = g.div_heads.mod(cta, w);
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
     float *bias = reinterpret_cast<float *>(smem + L.bias);
     int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
-    const int h = blockIdx.x % g.heads, w = blockIdx.x / g.heads;
+    const int w = g.div_heads.div(blockIdx.x), h = g.div_heads.mod(blockIdx.x, w);
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 
