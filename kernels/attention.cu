@@ -6,8 +6,8 @@
  *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
  *                           cores (attention_mma.cuh), fp32 data on the CUDA cores in true fp32
  *                           (attention_simt.cuh);
- *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernel
- *                           takes the geometry (windows of <= 64 tokens, head_dim 16/32/48/64),
+ *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernels
+ *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),
  *                           else the true-fp32 fused kernel; SWIN_ATTN_TF32=0 in the environment
  *                           takes the latter always (to time the two in one build);
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
@@ -257,9 +257,43 @@ static bool tf32_on() {
     return on;
 }
 
-/* fp32 data on TF32 tensor cores where attn_tf32_kernel takes the geometry, else the fp32 kernel */
+/* windows of 65 to 144 tokens on TF32 tensor cores (attn_tf32_win_kernel); SWIN_ATTN_TF32_WIN=0 in
+ * the environment runs them on the true-fp32 kernel as before (read once) */
+static bool tf32_win_on() {
+    static const bool on = swin_env_on("SWIN_ATTN_TF32_WIN", 1);
+    return on;
+}
+
+static swin_status launch_tf32_win(float *out, const float *qkv, const float *bias_table, const float *scale,
+                                   const Geom &g, int nwin, int v2, cudaStream_t st) {
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    AttnIO<float> a;
+    a.set(out, qkv, bias_table, scale, g, v2);
+    a.vb = 16;
+    const Tf32Smem L(g.hd, g.nb, Tf32WinTiles::kKeys);
+    if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
+        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
+    auto kern = attn_tf32_win_kernel<32>;
+    switch (g.hd) {
+    case 16: kern = attn_tf32_win_kernel<16>; break;
+    case 48: kern = attn_tf32_win_kernel<48>; break;
+    case 64: kern = attn_tf32_win_kernel<64>; break;
+    default: break;
+    }
+    if (L.total > 48 * 1024)
+        SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
+    swin_launch(kern, (unsigned)((size_t)nwin * g.heads), Tf32WinTiles::kWarps * 32, L.total, st, a);
+    SWIN_LAUNCH_CHECK("attn_tf32_win_kernel", st);
+    return SWIN_OK;
+}
+
+/* fp32 data on TF32 tensor cores where attn_tf32_kernel or attn_tf32_win_kernel takes the
+ * geometry, else the fp32 kernel */
 static swin_status launch_tf32(float *out, const float *qkv, const float *bias_table, const float *scale,
                                const Geom &g, int nwin, int v2, cudaStream_t st) {
+    if (g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && tf32_width(g.hd) && tf32_on() && tf32_win_on())
+        return launch_tf32_win(out, qkv, bias_table, scale, g, nwin, v2, st);
     if (g.N > Tf32Tiles::kKeys || !tf32_width(g.hd) || !tf32_on())
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
     int sms = 0, optin = 0;

@@ -2,8 +2,9 @@
  * included by attention.cu (SWIN_ATTN_IMPL_TF32).
  *
  * One CTA (4 warps) = one (window, head) of a window of at most 64 tokens (Swin's 7x7 and 8x8
- * windows), head_dim 16, 32, 48 or 64; attention.cu runs anything else on the true-fp32 SIMT
- * kernel (attention_simt.cuh), which TF32 permits. Q, K and V of the head are copied whole into
+ * windows), head_dim 16, 32, 48 or 64; windows of 65 to 144 tokens (12x12) run on
+ * attn_tf32_win_kernel at the end of this file; attention.cu runs anything else on the true-fp32
+ * SIMT kernel (attention_simt.cuh), which TF32 permits. Q, K and V of the head are copied whole into
  * shared memory (16-byte cp.async, rows past N zero); a warp owns 16 query rows:
  *   S = Q K^T   mma.sync m16n8k8 tf32 (operands rounded to TF32 with cvt.rna, fp32 accumulate),
  *               then scale (V2: cosine), bias, shift mask and pad keys as the fp16 kernel does them;
@@ -34,17 +35,25 @@ struct Tf32Tiles {
 /* head_dims the TF32 kernel is built for (head_dim == HD exactly) */
 __host__ __device__ constexpr bool tf32_width(int hd) { return hd == 16 || hd == 32 || hd == 48 || hd == 64; }
 
-/* shared-memory layout (bytes): Q, K, V [64][HD + 4] floats, kinfo [64], 1/|k| [64], bias [nb] */
+/* windows of 65 to 144 tokens (Swin-B/L 384's 12x12): attn_tf32_win_kernel below */
+struct Tf32WinTiles {
+    static constexpr int kWarps = 9;    // a warp per 16 query rows
+    static constexpr int kKeys = 144;   // keys (and query rows) of a window, at most
+    static constexpr int kBlock = 6;    // key tiles of 8 per online-softmax step (144 = 3 x 48)
+};
+
+/* shared-memory layout (bytes): Q, K, V [keys][HD + 4] floats, kinfo [keys], 1/|k| [keys],
+ * bias [nb]; keys: Tf32Tiles::kKeys or Tf32WinTiles::kKeys */
 struct Tf32Smem {
     int q, k, v, kinfo, rk, bias, total;
-    __host__ __device__ Tf32Smem(int hd, int nb) {
-        const int mat = Tf32Tiles::kKeys * (hd + Tf32Tiles::kPad) * 4;
+    __host__ __device__ Tf32Smem(int hd, int nb, int keys = Tf32Tiles::kKeys) {
+        const int mat = keys * (hd + Tf32Tiles::kPad) * 4;
         q = 0;
         k = q + mat;
         v = k + mat;
         kinfo = v + mat;
-        rk = kinfo + Tf32Tiles::kKeys * 4;
-        bias = rk + Tf32Tiles::kKeys * 4;
+        rk = kinfo + keys * 4;
+        bias = rk + keys * 4;
         total = bias + nb * 4;
     }
 };
@@ -206,6 +215,173 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 #pragma unroll
             for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
         }
+    }
+
+    /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r0 + gq + 8 * r;
+        if (row >= g.N) continue;
+        const float inv = 1.0f / l[r];
+        float *dst = a.out + ((size_t)w * g.N + row) * g.C + (size_t)h * HD + 2 * t4;
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++)
+            *reinterpret_cast<float2 *>(dst + c * 8) = make_float2(o[c][2 * r] * inv, o[c][2 * r + 1] * inv);
+    }
+}
+
+/* Windows of 65 to 144 tokens: 9 warps, a warp per 16 query rows, Q, K and V of the head in
+ * shared memory as above; the keys in blocks of Tf32WinTiles::kBlock tiles of 8 with an online
+ * softmax between blocks (the running max m and sum l rescale O), as the fp16 kernel does; the
+ * scores of a block as in attn_tf32_kernel. H200, Swin-B 384 tf32 batch 64: attention ops 37.0 ms
+ * on the true-fp32 kernel, 7.0 ms here (SWIN_ATTN_TF32_WIN=0 / default). */
+template <int HD>
+__global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) attn_tf32_win_kernel(AttnIO<float> a) {
+    swin_pdl_begin();
+    constexpr int KEYS = Tf32WinTiles::kKeys, NB = Tf32WinTiles::kBlock;
+    constexpr int LD = HD + Tf32Tiles::kPad, CPR = HD / 4, nthr = Tf32WinTiles::kWarps * 32;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    const Tf32Smem L(HD, g.nb, KEYS);
+    float *qs = reinterpret_cast<float *>(smem + L.q), *ks = reinterpret_cast<float *>(smem + L.k);
+    float *vs = reinterpret_cast<float *>(smem + L.v), *rk = reinterpret_cast<float *>(smem + L.rk);
+    float *bias = reinterpret_cast<float *>(smem + L.bias);
+    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
+    const int w = g.div_heads.div(blockIdx.x), h = g.div_heads.mod(blockIdx.x, w);
+    int wy, wx;
+    window_pos(g, w, &wy, &wx);
+
+    /* q, k, v rows of the head (rows >= N zero-filled, so that pad keys' P (0) x V stays 0) */
+    const size_t ldg = (size_t)3 * g.C;
+    const float *src = a.qkv + (size_t)w * g.N * ldg + (size_t)h * HD;
+    for (int i = tid; i < 3 * KEYS * CPR; i += nthr) {
+        const int m = i / (KEYS * CPR), r = (i / CPR) % KEYS, c = (i % CPR) * 4;
+        const bool ok = r < g.N;
+        float *dst = (m == 0 ? qs : m == 1 ? ks : vs) + r * LD + c;
+        cp_async16(dst, src + (size_t)(ok ? r : 0) * ldg + m * g.C + c, ok);
+    }
+    cp_async_commit();
+    stage_tables(kinfo, KEYS, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
+    cp_async_wait_all();
+    __syncthreads();
+    if (a.v2) {   /* 1 / max(|k|, 1e-12) of every key row, in fp32 */
+        for (int j = tid; j < KEYS; j += nthr) rk[j] = inv_norm_f32<HD>(ks + j * LD);
+        __syncthreads();
+    }
+    const int r0 = warp * 16;
+    if (r0 >= g.N) return;   /* no barrier below */
+
+    /* Q A-fragments and the rows' scale (V2: / |q|), bias base and region */
+    uint32_t qa[HD / 8][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 8; kk++) {
+        const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
+        qa[kk][0] = to_tf32(p[0]);
+        qa[kk][1] = to_tf32(p[8 * LD]);
+        qa[kk][2] = to_tf32(p[4]);
+        qa[kk][3] = to_tf32(p[8 * LD + 4]);
+    }
+    float sc[2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    int qb[2], qr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r0 + gq + 8 * r;
+        const float rq = a.v2 ? inv_norm_f32<HD>(qs + row * LD) : 1.f;
+        sc[r] = __ldg(a.scale + h) * kLog2e * rq;
+        const int info = kinfo[row];   // rows past N read as token 0; never stored
+        qb[r] = info_qbase(g, info);
+        qr[r] = info_region(info);
+    }
+    float o[HD / 8][4];
+#pragma unroll
+    for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
+    const bool masked = window_masked(g, wy, wx);
+    const float mask = kMask * kLog2e;
+    const float *br0 = bias + qb[0], *br1 = bias + qb[1];
+    const int nkt = (g.N + 7) / 8;   // key tiles that hold keys < N
+
+    for (int kb = 0; kb < nkt; kb += NB) {
+        /* S = Q K^T of the block's key tiles (tiles past nkt: -inf) */
+        float s[NB][4];
+#pragma unroll
+        for (int n = 0; n < NB; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+            if (kb + n < nkt) {
+#pragma unroll
+                for (int kk = 0; kk < HD / 8; kk++) {
+                    const float *p = ks + ((kb + n) * 8 + gq) * LD + kk * 8 + t4;
+                    mma_tf32(s[n], qa[kk], to_tf32(p[0]), to_tf32(p[4]));
+                }
+            }
+        }
+        /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; the block max */
+        float bmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < NB; n++) {
+            const int j = (kb + n) * 8 + 2 * t4;
+            if (kb + n < nkt) {
+                const int k0 = kinfo[j], k1 = kinfo[j + 1];
+                if (a.v2) {
+                    const float q0 = rk[j], q1 = rk[j + 1];
+                    s[n][0] *= q0, s[n][1] *= q1, s[n][2] *= q0, s[n][3] *= q1;
+                }
+                s[n][0] = fmaf(s[n][0], sc[0], br0[-info_koff(k0)]);
+                s[n][1] = fmaf(s[n][1], sc[0], br0[-info_koff(k1)]);
+                s[n][2] = fmaf(s[n][2], sc[1], br1[-info_koff(k0)]);
+                s[n][3] = fmaf(s[n][3], sc[1], br1[-info_koff(k1)]);
+                if (masked) {
+                    const int g0 = info_region(k0), g1 = info_region(k1);
+                    if (g0 != qr[0]) s[n][0] += mask;
+                    if (g1 != qr[0]) s[n][1] += mask;
+                    if (g0 != qr[1]) s[n][2] += mask;
+                    if (g1 != qr[1]) s[n][3] += mask;
+                }
+                if (j >= g.N) s[n][0] = s[n][2] = -INFINITY;
+                if (j + 1 >= g.N) s[n][1] = s[n][3] = -INFINITY;
+            } else {
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
+            }
+            bmax[0] = fmaxf(bmax[0], fmaxf(s[n][0], s[n][1]));
+            bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
+        }
+        /* online softmax (a row's scores live in the 4 lanes of a quad) */
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
+            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
+            const float mnew = fmaxf(m[r], bmax[r]);
+            const float base = mnew == -INFINITY ? 0.f : mnew;
+            const float alpha = fast_exp2(m[r] - base);
+            m[r] = mnew;
+            l[r] *= alpha;
+#pragma unroll
+            for (int c = 0; c < HD / 8; c++) {
+                o[c][2 * r] *= alpha;
+                o[c][2 * r + 1] *= alpha;
+            }
+#pragma unroll
+            for (int n = 0; n < NB; n++) {
+                const float p0 = fast_exp2(s[n][2 * r] - base), p1 = fast_exp2(s[n][2 * r + 1] - base);
+                s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
+                l[r] += p0 + p1;
+            }
+        }
+        /* O += P V, k permuted as in attn_tf32_kernel */
+#pragma unroll
+        for (int n = 0; n < NB; n++) {
+            if (kb + n < nkt) {
+                const uint32_t pa[4] = {to_tf32(s[n][0]), to_tf32(s[n][2]), to_tf32(s[n][1]), to_tf32(s[n][3])};
+                const float *p = vs + ((kb + n) * 8 + 2 * t4) * LD + gq;
+#pragma unroll
+                for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
 
     /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
