@@ -168,8 +168,9 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         int groups = 1, max_groups = (a.tiles + nwarps - 1) / nwarps;
         if (pairs < want) groups = (int)((want + pairs - 1) / pairs);
         if (groups > max_groups) groups = max_groups;
-        if (fill_mode() && nwarps == Tiles::kWarpsLarge && a.tiles % Tiles::kWarpsLarge) {
-            if (fill_mode() == 2 && window_warps(HD) && a.tiles == Tiles::kWarpsWindow &&
+        const int fill = fill_mode();
+        if (fill && nwarps == Tiles::kWarpsLarge && a.tiles % Tiles::kWarpsLarge) {
+            if (fill == 2 && window_warps(HD) && a.tiles == Tiles::kWarpsWindow &&
                 MmaSmem(HD, g.npad, g.npad, g.nb, Tiles::kWarpsWindow).total <= optin) {
                 nwarps = Tiles::kWarpsWindow;
                 groups = 1;
@@ -264,57 +265,39 @@ static bool tf32_win_on() {
     return on;
 }
 
-static swin_status launch_tf32_win(float *out, const float *qkv, const float *bias_table, const float *scale,
-                                   const Geom &g, int nwin, int v2, cudaStream_t st) {
-    int sms = 0, optin = 0;
-    SWIN_TRY(device_limits(&sms, &optin));
-    AttnIO<float> a;
-    a.set(out, qkv, bias_table, scale, g, v2);
-    a.vb = 16;
-    const Tf32Smem L(g.hd, g.nb, Tf32WinTiles::kKeys);
-    if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
-        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    auto kern = attn_tf32_win_kernel<32>;
-    switch (g.hd) {
-    case 16: kern = attn_tf32_win_kernel<16>; break;
-    case 48: kern = attn_tf32_win_kernel<48>; break;
-    case 64: kern = attn_tf32_win_kernel<64>; break;
-    default: break;
-    }
-    if (L.total > 48 * 1024)
-        SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
-    swin_launch(kern, (unsigned)((size_t)nwin * g.heads), Tf32WinTiles::kWarps * 32, L.total, st, a);
-    SWIN_LAUNCH_CHECK("attn_tf32_win_kernel", st);
-    return SWIN_OK;
+/* the TF32 kernel of head_dim hd (one of tf32_width) for small windows or 12x12 ones */
+template <int HD>
+static void (*tf32_kernel(bool win))(AttnIO<float>) {
+    return win ? attn_tf32_win_kernel<HD> : attn_tf32_kernel<HD>;
 }
 
-/* fp32 data on TF32 tensor cores where attn_tf32_kernel or attn_tf32_win_kernel takes the
- * geometry, else the fp32 kernel */
+/* fp32 data on TF32 tensor cores where attn_tf32_kernel (windows of <= 64 tokens) or
+ * attn_tf32_win_kernel (65 to 144) takes the geometry, else the fp32 kernel */
 static swin_status launch_tf32(float *out, const float *qkv, const float *bias_table, const float *scale,
                                const Geom &g, int nwin, int v2, cudaStream_t st) {
-    if (g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && tf32_width(g.hd) && tf32_on() && tf32_win_on())
-        return launch_tf32_win(out, qkv, bias_table, scale, g, nwin, v2, st);
-    if (g.N > Tf32Tiles::kKeys || !tf32_width(g.hd) || !tf32_on())
+    const bool win = g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && tf32_win_on();
+    if ((g.N > Tf32Tiles::kKeys && !win) || !tf32_width(g.hd) || !tf32_on())
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
     AttnIO<float> a;
     a.set(out, qkv, bias_table, scale, g, v2);
     a.vb = 16;
-    const Tf32Smem L(g.hd, g.nb);
+    const Tf32Smem L(g.hd, g.nb, win ? Tf32WinTiles::kKeys : Tf32Tiles::kKeys);
     if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
-    auto kern = attn_tf32_kernel<32>;
+    auto kern = tf32_kernel<32>(win);
     switch (g.hd) {
-    case 16: kern = attn_tf32_kernel<16>; break;
-    case 48: kern = attn_tf32_kernel<48>; break;
-    case 64: kern = attn_tf32_kernel<64>; break;
+    case 16: kern = tf32_kernel<16>(win); break;
+    case 48: kern = tf32_kernel<48>(win); break;
+    case 64: kern = tf32_kernel<64>(win); break;
     default: break;
     }
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
-    swin_launch(kern, (unsigned)((size_t)nwin * g.heads), Tf32Tiles::kWarps * 32, L.total, st, a);
-    SWIN_LAUNCH_CHECK("attn_tf32_kernel", st);
+    const int threads = (win ? Tf32WinTiles::kWarps : Tf32Tiles::kWarps) * 32;
+    swin_launch(kern, (unsigned)((size_t)nwin * g.heads), threads, L.total, st, a);
+    SWIN_LAUNCH_CHECK(win ? "attn_tf32_win_kernel" : "attn_tf32_kernel", st);
     return SWIN_OK;
 }
 

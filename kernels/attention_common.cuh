@@ -59,10 +59,6 @@ static constexpr float kLog2e = 1.4426950408889634f;
 static constexpr float kMask = -100.0f;          // added where shift regions differ (timm/HF)
 
 // ---- window geometry
-/* A window of Wh x Ww tokens (row-major) tiles the token grid padded to hp x wp; nwx windows per
- * row, nw per image; shift (sh, sw) per dimension (0 where that dimension does not shift); nb =
- * (2Wh-1)(2Ww-1) relative-position bias entries per head. The attention itself does not care about
- * padding: padding tokens are rows of qkv like any other (the window partition made them zero). */
 /* n / d for 0 <= n < 2^31 and 1 <= d < 2^31 by a multiply-high, an add and a shift instead of
  * an integer division (~20 instructions): s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1 */
 struct FastDiv {
@@ -77,6 +73,10 @@ struct FastDiv {
     __device__ __forceinline__ int mod(int n, int q) const { return n - q * (int)d; }   // q = div(n)
 };
 
+/* A window of Wh x Ww tokens (row-major) tiles the token grid padded to hp x wp; nwx windows per
+ * row, nw per image; shift (sh, sw) per dimension (0 where that dimension does not shift); nb =
+ * (2Wh-1)(2Ww-1) relative-position bias entries per head. The attention itself does not care about
+ * padding: padding tokens are rows of qkv like any other (the window partition made them zero). */
 struct Geom {
     int N, npad, Wh, Ww, hp, wp, sh, sw, nwx, nwy, nw, nb, heads, C;
     int hd;                    // head_dim (C == heads * hd), any of 1..Tiles::kMaxHeadDim
@@ -212,6 +212,38 @@ __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+}
+
+/* One online-softmax step of the tensor-core kernels for the two rows (g, g + 8) a lane holds in
+ * mma accumulator layout: bmax, the block's max of this lane's scores per row, is reduced over the
+ * quad (a row's scores live in its 4 lanes); the running max m, the lane-partial sum l and the
+ * output accumulators o (NO tiles of 8 columns) are rescaled to the new max; the block's scores s
+ * (NS tiles of 8 keys, log2 domain) become exp2(s - max) and are added to l. */
+template <int NO, int NS>
+__device__ __forceinline__ void online_softmax_step(float (&m)[2], float (&l)[2], float (&o)[NO][4], float (&s)[NS][4],
+                                                    float (&bmax)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
+        bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
+        const float mnew = fmaxf(m[r], bmax[r]);
+        const float base = mnew == -INFINITY ? 0.f : mnew;
+        const float alpha = fast_exp2(m[r] - base);
+        m[r] = mnew;
+        l[r] *= alpha;
+#pragma unroll
+        for (int c = 0; c < NO; c++) {
+            o[c][2 * r] *= alpha;
+            o[c][2 * r + 1] *= alpha;
+        }
+#pragma unroll
+        for (int n = 0; n < NS; n++) {
+            const float p0 = fast_exp2(s[n][2 * r] - base), p1 = fast_exp2(s[n][2 * r + 1] - base);
+            s[n][2 * r] = p0;
+            s[n][2 * r + 1] = p1;
+            l[r] += p0 + p1;
+        }
+    }
 }
 
 } // namespace swin_attn

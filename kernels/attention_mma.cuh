@@ -50,6 +50,10 @@
 #ifndef SWIN_ATTN_MIN_CTAS_KB32
 #define SWIN_ATTN_MIN_CTAS_KB32 6
 #endif
+/* the 4-warp kernels of head_dim 48 and 64 */
+#ifndef SWIN_ATTN_MIN_CTAS_WIDE
+#define SWIN_ATTN_MIN_CTAS_WIDE 3
+#endif
 /* the 8-warp kernels (head_dim <= 32) */
 #ifndef SWIN_ATTN_MIN_CTAS_LARGE
 #define SWIN_ATTN_MIN_CTAS_LARGE 2
@@ -73,7 +77,7 @@ __host__ __device__ constexpr bool window_warps(int HD) { return HD <= 64; }
 
 /* CTAs per SM a kernel's registers are limited to reach (its __launch_bounds__) */
 __host__ __device__ constexpr int mma_min_ctas(int NW, int HD, int KB) {
-    return HD > 32 ? (NW == Tiles::kWarpsSmall && HD <= 64 ? 3 : 1)
+    return HD > 32 ? (NW == Tiles::kWarpsSmall && HD <= 64 ? SWIN_ATTN_MIN_CTAS_WIDE : 1)
          : NW == Tiles::kWarpsSmall ? (KB == 32 ? SWIN_ATTN_MIN_CTAS_KB32 : SWIN_ATTN_MIN_CTAS)
          : NW == Tiles::kWarpsWindow ? SWIN_ATTN_MIN_CTAS_WINDOW : SWIN_ATTN_MIN_CTAS_LARGE;
 }
@@ -113,10 +117,9 @@ struct MmaSmem {
 };
 
 /* rows [r0, r0+nrows) of a head's [N, hd] slice (row stride ldg elements) into smem rows 0..
- * (and, when dst2 is given, the same rows of the slice off2 elements further into dst2: K and V
- * in one pass)
- * (stride LD) as HD columns; rows >= N and columns >= hd are zero-filled, so that P (=0) x V
- * stays finite and the pad channels add nothing. vb = access_bytes(hd, 2): 16-byte cp.async
+ * (stride LD) as HD columns, and when dst2 is given the same rows of the slice off2 elements
+ * further into dst2 (K and V in one pass); rows >= N and columns >= hd are zero-filled, so that
+ * P (=0) x V stays finite and the pad channels add nothing. vb = access_bytes(hd, 2): 16-byte cp.async
  * (pieces past hd zero-filled), else pieces of vb bytes: cp.async for 8 and 4, plain 2-byte copies
  * for 2 (odd hd; visible after the caller's barrier like the rest). */
 template <int HD, typename T>
@@ -294,29 +297,7 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
             bmax[0] = fmaxf(bmax[0], fmaxf(s[n][0], s[n][1]));
             bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
         }
-        // online softmax update (rows g, g+8; a row's 64 scores live in the 4 lanes of a quad)
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
-            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
-            const float mnew = fmaxf(t.m[r], bmax[r]);
-            const float base = mnew == -INFINITY ? 0.f : mnew;
-            const float alpha = fast_exp2(t.m[r] - base);
-            t.m[r] = mnew;
-            t.l[r] *= alpha;
-#pragma unroll
-            for (int n = 0; n < HD / 8; n++) {
-                t.o[n][2 * r] *= alpha;
-                t.o[n][2 * r + 1] *= alpha;
-            }
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                float p0 = fast_exp2(s[n][2 * r] - base), p1 = fast_exp2(s[n][2 * r + 1] - base);
-                s[n][2 * r] = p0;
-                s[n][2 * r + 1] = p1;
-                t.l[r] += p0 + p1;
-            }
-        }
+        online_softmax_step(t.m, t.l, t.o, s, bmax);
         // O += P V  (P from the S registers: accumulator layout == A-fragment layout)
 #pragma unroll
         for (int gp = 0; gp < KB / 16; gp++) {

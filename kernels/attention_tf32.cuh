@@ -232,8 +232,8 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 
 /* Windows of 65 to 144 tokens: 9 warps, a warp per 16 query rows, Q, K and V of the head in
  * shared memory as above; the keys in blocks of Tf32WinTiles::kBlock tiles of 8 with an online
- * softmax between blocks (the running max m and sum l rescale O), as the fp16 kernel does; the
- * scores of a block as in attn_tf32_kernel. H200, Swin-B 384 tf32 batch 64: attention ops 37.0 ms
+ * softmax between blocks (the running max m and sum l rescale O: online_softmax_step, as the fp16
+ * kernel does); the scores of a block as in attn_tf32_kernel. H200, Swin-B 384 tf32 batch 64: attention ops 37.0 ms
  * on the true-fp32 kernel, 7.0 ms here (SWIN_ATTN_TF32_WIN=0 / default). */
 template <int HD>
 __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) attn_tf32_win_kernel(AttnIO<float> a) {
@@ -345,28 +345,7 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
             bmax[0] = fmaxf(bmax[0], fmaxf(s[n][0], s[n][1]));
             bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
         }
-        /* online softmax (a row's scores live in the 4 lanes of a quad) */
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
-            bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
-            const float mnew = fmaxf(m[r], bmax[r]);
-            const float base = mnew == -INFINITY ? 0.f : mnew;
-            const float alpha = fast_exp2(m[r] - base);
-            m[r] = mnew;
-            l[r] *= alpha;
-#pragma unroll
-            for (int c = 0; c < HD / 8; c++) {
-                o[c][2 * r] *= alpha;
-                o[c][2 * r + 1] *= alpha;
-            }
-#pragma unroll
-            for (int n = 0; n < NB; n++) {
-                const float p0 = fast_exp2(s[n][2 * r] - base), p1 = fast_exp2(s[n][2 * r + 1] - base);
-                s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
-                l[r] += p0 + p1;
-            }
-        }
+        online_softmax_step(m, l, o, s, bmax);
         /* O += P V, k permuted as in attn_tf32_kernel */
 #pragma unroll
         for (int n = 0; n < NB; n++) {
