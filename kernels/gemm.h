@@ -56,9 +56,10 @@ swin_status swin_gemm_mma_check(const char *op, const char *needs, int supported
                                 const void *w, swin_act act, swin_dtype dt, int M, int K, int N);
 
 /* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only; dt
- * SWIN_DT_F32 means TF32 math on fp32 data): swin_linear_cuda takes it for a fused GELU layer of
- * large tiles where available, unless SWIN_GEMM_WGMMA=0 in the environment (then the mma.sync
- * kernel, for comparison). Callable directly (the tests); SWIN_ERR_UNSUPPORTED where
+ * SWIN_DT_F32 means TF32 math on fp32 data; 16-bit outputs of 2 x SMs tiles or more run on the
+ * persistent TMA kernel of kernels/sm90/gemm_tma.cu unless SWIN_GEMM_TMA=0): swin_linear_cuda
+ * takes it for a fused GELU layer of large tiles where available, unless SWIN_GEMM_WGMMA=0 in
+ * the environment (then the mma.sync kernel, for comparison). Callable directly (the tests); SWIN_ERR_UNSUPPORTED where
  * swin_gemm_wgmma_available() says 0 or swin_gemm_wgmma_supports says no: fp16, bf16 or fp32,
  * M, K, N > 0 with K and N multiples of 8, M x K and N x K below 2^31, out, in and w 16-byte
  * aligned, bias (may be NULL) aligned to a pair of elements. */

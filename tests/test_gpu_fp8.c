@@ -231,7 +231,8 @@ static void test_fused_fc1(void) {
         return;
     }
     static const struct { int M, K, N, bias; } C[] = {
-        {300, 96, 384, 1}, {1000, 192, 768, 1}, {77, 768, 3072, 1}, {2000, 16, 48, 0}, {6272, 96, 384, 1}, {130, 384, 1536, 1}};
+        {300, 96, 384, 1}, {1000, 192, 768, 1}, {77, 768, 3072, 1}, {2000, 16, 48, 0}, {6272, 96, 384, 1}, {130, 384, 1536, 1},
+        {1100, 768, 2048, 1}};   /* several tiles a CTA and more k-tiles than the ring's slots (gemm_tma.cu) */
     for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
         int M = C[c].M, K = C[c].K, N = C[c].N;
         size_t nx = (size_t)M * K, nw = (size_t)N * K, no = (size_t)M * N;

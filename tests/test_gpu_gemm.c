@@ -162,13 +162,16 @@ static void run_direct(const gprec *p, int M, int K, int N, int bias_on, swin_ac
     free(in), free(w), free(bias), free(ref), free(got);
 }
 
-/* the wgmma kernel's own cases (one 128 x 128 tile shape, k-tiles of 64): partial tiles in M and
+/* the wgmma kernels' own cases (one 128 x 128 tile shape, k-tiles of 64): partial tiles in M and
  * N, K below, between and at multiples of 64, Swin-T's fc1 widths, stage 4, no bias */
 static void wgmma_cases(const gprec *p, int quick) {
     static const struct { int M, K, N, bias; swin_act act; } c[] = {
         {147, 96, 288, 1, SWIN_ACT_NONE}, {1000, 40, 72, 1, SWIN_ACT_GELU},   {300, 96, 384, 1, SWIN_ACT_GELU},
         {8000, 128, 328, 1, SWIN_ACT_GELU}, {5000, 384, 192, 0, SWIN_ACT_NONE}, {49, 768, 3072, 1, SWIN_ACT_GELU},
         {77, 56, 224, 0, SWIN_ACT_GELU},    {6272, 192, 768, 1, SWIN_ACT_GELU}, {6272, 96, 384, 1, SWIN_ACT_GELU},
+        /* the persistent TMA kernel (gemm_tma.cu): several tiles a CTA and more k-tiles than its
+         * ring has slots (Swin-B 384's stage-3 fc1 shape), a long K without bias, many short tiles */
+        {4100, 512, 2048, 1, SWIN_ACT_GELU}, {2000, 1024, 512, 0, SWIN_ACT_NONE}, {20000, 96, 384, 1, SWIN_ACT_GELU},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         if (!(quick && c[i].M > 5000)) run_direct(p, c[i].M, c[i].K, c[i].N, c[i].bias, c[i].act, 1);

@@ -17,7 +17,7 @@
 #      random-weight full-size Swin-T, SwinV2-T and Swin-B 384 (random_model.py, make_reference.py) in
 #      fp16, bf16, tf32 and the one-kernel MLP, which only Swin's own widths reach
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_mlp, test_gpu_preprocess,
+#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
 #      relative error, top-1 and PASS/FAIL as `swin verify` prints them ("unsupported on GPU" for
@@ -226,8 +226,11 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp8
   fi
   export SWIN_TEST_QUICK=1
-  for t in test_gpu_attention test_gpu_gemm test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff \
-           test_gpu_pipeline; do
+  # the persistent TMA GEMM (kernels/sm90/gemm_tma.cu) on every shape the tests give it, not only
+  # on outputs of 2 x SMs tiles as by default
+  export SWIN_GEMM_TMA_MIN_TILES=0
+  for t in test_gpu_attention test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact \
+           test_gpu_jpeg_huff test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
       # racecheck on the attention: the quick cases with one image and one head, fused kernels only
       # (SWIN_TEST_QUICK=2: racecheck reports hazards inside cuBLAS's own sm90 GEMMs, which the
@@ -242,7 +245,7 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       failed+=("$t not built")
     fi
   done
-  unset SWIN_TEST_QUICK
+  unset SWIN_TEST_QUICK SWIN_GEMM_TMA_MIN_TILES
 fi
 
 # ---- 6. summary, printed last

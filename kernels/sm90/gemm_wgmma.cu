@@ -51,9 +51,11 @@
  * against 2.758 ms; end to end 10.482 against 10.485 ms) and was dropped. ncu now (stage 1, fp16,
  * batch 256): 566 us, SM throughput 62%, DRAM 27% (1.31 TB/s), 25% occupancy (two CTAs of 8
  * warps an SM, by registers and shared memory): latency-bound, the epilogue of one CTA and the
- * 1.5 k-tiles of the other not hiding each other. Next: a persistent kernel whose epilogue
- * (stores through TMA) overlaps the next tile's loads and MMAs, TMA for the copies (no
- * per-thread addresses); the MLP as one kernel is mlp_wgmma.cu (not faster yet: its header).
+ * 1.5 k-tiles of the other not hiding each other. That persistent kernel, its copies and stores
+ * through TMA and one tile's epilogue overlapping the next tile's MMAs, is gemm_tma.cu, which
+ * the entries below call for 16-bit and FP8 outputs of 2 x SMs tiles or more (its header; this
+ * kernel stays for smaller outputs, TF32, and SWIN_GEMM_TMA=0); the MLP as one kernel is
+ * mlp_wgmma.cu (not faster yet: its header).
  * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_linear_cuda),
  * tests/test_gpu_fp8.c (swin_gemm_wgmma_fp8_gelu_cuda against the host).
  */
@@ -63,7 +65,8 @@
 
 #include "common.cuh"
 #include "gemm.h"
-#include "sm90/wgmma.cuh"
+#include "sm90/gemm_sm90.cuh"
+#include "sm90/gemm_tma.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_wgmma.cu is built for sm_90a only (CMakeLists.txt)"
@@ -71,25 +74,12 @@
 
 namespace {
 
+using namespace sm90;
+
 /* Tiles in bytes: a k-tile row is 128 bytes whatever the element (64 16-bit, 128 E4M3 values) */
 constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 3, THREADS = 256;
 constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
 constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024;   /* + room to align to 1024 */
-
-/* The operands: element type and bytes (wgmma_64x128 below: the instruction for 32 bytes of K) */
-struct F16 { typedef __half T; static constexpr int ESZ = 2; };
-struct BF16 { typedef __nv_bfloat16 T; static constexpr int ESZ = 2; };
-struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };
-struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storage, TF32 math */
-
-/* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
- * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16) */
-enum { PLAIN = 0, GELU = 1, FP8_GELU = 2 };
-struct Epi {
-    const void *bias;
-    const float *col_scale;
-    float out_inv;
-};
 
 /* byte offset of byte b (of 16-byte chunk b / 16) of row r in the epilogue's staging tile (rows of
  * RB bytes, the chunk index XORed with r % 8) */
@@ -123,27 +113,6 @@ struct TileLoader {
             cp_async16_s(s + soff + j * 32 * ROW, g + off[j] + kk, ok);
     }
 };
-
-/* 16-bit operands take transpose flags (0: K-major), E4M3 and TF32 ones are K-major only */
-#define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
-    asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS64 ", %64, %65, 1, 1, 1" TAIL ";\n" \
-                 : WG_D64                                                                       \
-                 : "l"(da), "l"(db))
-
-/* d [64] += A (64 rows x 32 bytes of K, descriptor da) @ B (128 rows x 32 bytes, db)^T */
-template <class E> __device__ __forceinline__ void wgmma_64x128(float d[64], uint64_t da, uint64_t db);
-template <> __device__ __forceinline__ void wgmma_64x128<F16>(float d[64], uint64_t da, uint64_t db) {
-    WG_MMA("m64n128k16.f32.f16.f16", ", 0, 0");
-}
-template <> __device__ __forceinline__ void wgmma_64x128<BF16>(float d[64], uint64_t da, uint64_t db) {
-    WG_MMA("m64n128k16.f32.bf16.bf16", ", 0, 0");
-}
-template <> __device__ __forceinline__ void wgmma_64x128<E4M3>(float d[64], uint64_t da, uint64_t db) {
-    WG_MMA("m64n128k32.f32.e4m3.e4m3", "");
-}
-template <> __device__ __forceinline__ void wgmma_64x128<TF32>(float d[64], uint64_t da, uint64_t db) {
-    WG_MMA("m64n128k8.f32.tf32.tf32", "");   /* K-major only; the operands' low 13 mantissa bits unread */
-}
 
 template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
@@ -203,28 +172,12 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
         const int c = j * 8 + 2 * (lane & 3), col = n0 + c;
-        float2 b = make_float2(0.0f, 0.0f), cs = make_float2(1.0f, 1.0f);   /* pairs: 4/8-byte aligned */
-        if constexpr (EPI == FP8_GELU) {
-            if (ep.bias && col < N) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
-            if (col < N) cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
-        } else if constexpr (E::ESZ == 4) {
-            if (ep.bias && col < N) b = *reinterpret_cast<const float2 *>((const float *)ep.bias + col);
-        } else if (ep.bias && col < N) {
-            b = unpack2<T>(*reinterpret_cast<const uint32_t *>((const T *)ep.bias + col));
-        }
+        float2 b, cs;
+        epi_coeffs<E, EPI>(ep, col, N, b, cs);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int r = r_lo + h * 8;
-            float v0 = fmaf(d[4 * j + 2 * h], cs.x, b.x), v1 = fmaf(d[4 * j + 2 * h + 1], cs.y, b.y);
-            if (EPI != PLAIN && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
-            else if (EPI != PLAIN) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
-            if constexpr (EPI == FP8_GELU)
-                *reinterpret_cast<uint16_t *>(stage + swz_out<OROW>(r, c)) =
-                    (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
-            else if constexpr (E::ESZ == 4)
-                *reinterpret_cast<float2 *>(stage + swz_out<OROW>(r, 4 * c)) = make_float2(v0, v1);
-            else
-                *reinterpret_cast<uint32_t *>(stage + swz_out<OROW>(r, 2 * c)) = pack2<T>(v0, v1);
+            epi_store<E, EPI>(stage + swz_out<OROW>(r, OSZ * c), d[4 * j + 2 * h], d[4 * j + 2 * h + 1], b, cs, ep);
         }
     }
     __syncthreads();
@@ -284,6 +237,7 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
                                  N));
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
+    if (dt != SWIN_DT_F32 && swin_gemm_tma_wanted(M, N)) return swin_gemm_tma_cuda(out, in, w, bias, M, K, N, act, dt, st);
     const Epi ep = {bias, NULL, 1.0f};
     const bool gelu = act == SWIN_ACT_GELU;
     if (dt == SWIN_DT_F16)
@@ -313,6 +267,8 @@ extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M x K and N x K must be below 2^31 (M %d, K %d, N %d)", op, M, K, N);
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
+    if (swin_gemm_tma_wanted(M, N))
+        return swin_gemm_tma_fp8_gelu_cuda(out_q, in_q, w_q, col_scale, bias, out_inv, M, K, N, st);
     const Epi ep = {bias, col_scale, out_inv};
     return launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
 }

@@ -5,7 +5,12 @@
  *   cp_async16_s          16-byte cp.async to a shared-window address (zero-fill when invalid)
  *   fence_proxy_async     generic-proxy shared writes -> visible to wgmma (async proxy)
  *   wgmma_fence / commit / wait_all
+ *   wgmma_wait<N>         wait until at most N committed groups are pending
  *   WG_D8, WG_REGS_N      accumulator operand lists for the inline PTX
+ *   mbar_*                shared-memory barriers (mbarrier): init, arrive, expect bytes, wait
+ *                         for a phase's parity
+ *   tma_load_2d / tma_store_2d / bulk_*   the Tensor Memory Accelerator's 2-D tile copies
+ *                         (cp.async.bulk.tensor) and their store groups
  *
  * Layout: a K-major operand tile stores row r (128 bytes of K: 64 16-bit, 128 E4M3 or 32 fp32
  * values) at byte 128 r, its 16-byte chunk c at chunk c ^ (r % 8); 8-row atoms of 1024 bytes,
@@ -39,6 +44,57 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* mbarriers (8 bytes of shared memory at address a). A phase completes when its arrivals (the
+ * init count) have arrived and the bytes announced by expect_tx have landed; waiters name the
+ * parity of the phase they wait for (a new barrier is in phase 0; waiting for parity 1 returns at
+ * once, as if the phase before had completed). */
+__device__ __forceinline__ void mbar_init(uint32_t a, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+/* the inits visible to the async proxy (TMA's complete_tx) before any use */
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive(uint32_t a) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(a) : "memory");
+}
+/* one arrival that also announces bytes the phase waits for (TMA loads completing on a) */
+__device__ __forceinline__ void mbar_expect_tx(uint32_t a, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
+    asm volatile("{\n.reg .pred p;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT;\n}\n" ::"r"(a), "r"(parity) : "memory");
+}
+
+/* TMA: the box at element coordinates (c0 inner, c1 outer) of the tensor map at generic address
+ * map (a __grid_constant__ kernel parameter) into shared memory at dst, completing on mbarrier
+ * bar; elements outside the tensor read as zero (and count towards the bytes). */
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void *map, int c0, int c1, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+/* shared memory at src -> the box at (c0, c1); parts outside the tensor are not written */
+__device__ __forceinline__ void tma_store_2d(const void *map, uint32_t src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* the committed stores have read their shared memory (it may be rewritten) */
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+/* the committed stores are done */
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void tma_prefetch_map(const void *map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+/* a barrier of the nthreads threads (a multiple of 32) that name barrier id (1 .. 15; 0 is __syncthreads) */
+__device__ __forceinline__ void named_sync(int id, int nthreads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
 
 /* "+f" operands of accumulators d[i .. i + 7] */
 #define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \

@@ -1,0 +1,94 @@
+/* gemm_sm90.cuh - what the two wgmma GEMM kernels share (gemm_wgmma.cu: cp.async, every thread
+ * copies; gemm_tma.cu: persistent, a TMA producer warp and two consumer warpgroups):
+ *
+ *   F16, BF16, E4M3, TF32   the operand types (element, bytes an element)
+ *   wgmma_64x128<E>         d [64 x 128] += A (64 rows x 32 bytes of K) @ B (128 rows x 32 bytes)^T
+ *   Epi, PLAIN/GELU/FP8_GELU the epilogue: + bias (16-bit: then the erf GELU); FP8: scale per
+ *                           column, bias, GELU, times out_inv, to E4M3
+ *   epi_coeffs / epi_store  a thread's column pair: its bias and scale; the pair's output value(s)
+ *                           written at a byte address of the staging tile
+ *
+ * The operand tiles are K-major with the 128-byte swizzle (wgmma.cuh); a k-tile row is 128 bytes
+ * whatever the element (64 16-bit, 128 E4M3, 32 fp32 values).
+ */
+#ifndef SWIN_GEMM_SM90_CUH
+#define SWIN_GEMM_SM90_CUH
+
+#include "common.cuh"
+#include "sm90/wgmma.cuh"
+
+namespace sm90 {
+
+struct F16 { typedef __half T; static constexpr int ESZ = 2; };
+struct BF16 { typedef __nv_bfloat16 T; static constexpr int ESZ = 2; };
+struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };
+struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storage, TF32 math */
+
+/* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
+ * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16) */
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2 };
+struct Epi {
+    const void *bias;
+    const float *col_scale;
+    float out_inv;
+};
+/* output bytes an element */
+template <class E, int EPI> constexpr int out_size() { return EPI == FP8_GELU ? 1 : E::ESZ; }
+
+/* 16-bit operands take transpose flags (0: K-major), E4M3 and TF32 ones are K-major only */
+#define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
+    asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS64 ", %64, %65, 1, 1, 1" TAIL ";\n" \
+                 : WG_D64                                                                       \
+                 : "l"(da), "l"(db))
+
+/* d [64] += A (64 rows x 32 bytes of K, descriptor da) @ B (128 rows x 32 bytes, db)^T */
+template <class E> __device__ __forceinline__ void wgmma_64x128(float d[64], uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void wgmma_64x128<F16>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k16.f32.f16.f16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128<BF16>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k16.f32.bf16.bf16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128<E4M3>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k32.f32.e4m3.e4m3", "");
+}
+template <> __device__ __forceinline__ void wgmma_64x128<TF32>(float d[64], uint64_t da, uint64_t db) {
+    WG_MMA("m64n128k8.f32.tf32.tf32", "");   /* K-major only; the operands' low 13 mantissa bits unread */
+}
+#undef WG_MMA
+
+/* the bias (b) and column scale (cs) of output columns col, col + 1 (zero and one past N) */
+template <class E, int EPI>
+__device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2 &b, float2 &cs) {
+    typedef typename E::T T;
+    b = make_float2(0.0f, 0.0f), cs = make_float2(1.0f, 1.0f);   /* pairs: 4/8-byte aligned */
+    if (col >= N) return;
+    if constexpr (EPI == FP8_GELU) {
+        if (ep.bias) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
+        cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
+    } else if constexpr (E::ESZ == 4) {
+        if (ep.bias) b = *reinterpret_cast<const float2 *>((const float *)ep.bias + col);
+    } else if (ep.bias) {
+        b = unpack2<T>(*reinterpret_cast<const uint32_t *>((const T *)ep.bias + col));
+    }
+}
+
+/* the outputs of accumulators a0, a1 (columns col, col + 1) at p: scale, bias, GELU in fp32,
+ * rounded once to the output type (2, 4 or 8 bytes) */
+template <class E, int EPI>
+__device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
+    typedef typename E::T T;
+    float v0 = fmaf(a0, cs.x, b.x), v1 = fmaf(a1, cs.y, b.y);
+    if (EPI != PLAIN && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
+    else if (EPI != PLAIN) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
+    if constexpr (EPI == FP8_GELU)
+        *reinterpret_cast<uint16_t *>(p) = (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
+    else if constexpr (E::ESZ == 4)
+        *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+    else
+        *reinterpret_cast<uint32_t *>(p) = pack2<T>(v0, v1);
+}
+
+} // namespace sm90
+
+#endif

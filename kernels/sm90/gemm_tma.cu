@@ -1,0 +1,312 @@
+/* gemm_tma.cu - gemm_wgmma.cu's GEMM (fc1 with the exact GELU in its epilogue, 16-bit or FP8) as
+ * a persistent, warp-specialised kernel fed by the Tensor Memory Accelerator (TMA):
+ *
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])              fp16 / bf16 (act: none, GELU)
+ *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
+ *
+ * Why: gemm_wgmma.cu's CTA copies its k-tiles itself (cp.async, every thread, address arithmetic
+ * a large share of its instructions) and runs copy wait, MMAs and epilogue in turn; at fc1's
+ * shapes (K 96 to 768: a few k-tiles, then an epilogue of a GELU per output) the epilogue of one
+ * CTA and the loads of the other did not hide each other (its header: latency-bound, 25%
+ * occupancy). Here the epilogue of one tile overlaps the loads and MMAs of the next.
+ *
+ * Kernel: one CTA an SM (persistent: it walks tiles blockIdx.x, + gridDim.x, ...), two teams of
+ * WPT warpgroups (WPT 2 by default, 1 with SWIN_GEMM_TMA=1) and a producer warp:
+ *   the producer (the last warp, one thread). For each of the CTA's tiles, for each k-tile, it
+ *     waits for a free slot of a STAGES-deep ring (the slot's "empty" mbarrier), announces the
+ *     bytes on the slot's "full" mbarrier and issues two TMA loads: 128 rows of in and 128 rows of
+ *     w, 128 bytes of K each, into the 128-byte swizzled layout wgmma reads (the tensor maps say
+ *     SWIZZLE_128B; rows past M or N and K past the end read as zero).
+ *   the teams alternate tiles (the CTA's tiles 0, 2, 4, ... and 1, 3, 5, ...): while one runs its
+ *     MMAs the other runs its epilogue. A team computes a 128 x 128 tile, each warpgroup 128 / WPT
+ *     rows of it (wgmma.m64n128 per 64 rows and 32-byte k step: 64 fp32 accumulators a thread
+ *     with WPT 2, 128 with WPT 1); each warpgroup's warps release each slot (4 WPT arrivals)
+ *     once the MMAs that read it have completed (wait_group 1 keeps one k-tile's MMAs in flight).
+ *     A team's k-tiles are the ring's entries j KT .. j KT + KT - 1 for its j-th tile, so the slot
+ *     and phase follow from j. The teams' k-loops take turns (an mbarrier each: "your turn"),
+ *     which also keeps every wait on a ring slot within one phase of the slot's state (mbarrier
+ *     waits name a phase by its parity).
+ *   Epilogue, per warpgroup: bias, scale, GELU in fp32 (epi_store, gemm_sm90.cuh), written into
+ *     its own staging rows in the 128-byte swizzled layout of the output's tensor map (boxes of
+ *     128 / WPT rows x 128 bytes; conflict-free 4-byte stores: the 8 rows a warp writes land in 8
+ *     different chunks), then one thread stores the boxes with TMA (parts past M or N are not
+ *     written) and the next tile's MMAs start; its next epilogue waits until those stores have
+ *     read the staging rows.
+ * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB).
+ * Threads and registers: 544 (WPT 2), 65536 / 544 leaves 120 a thread (ptxas: 96); 288 (WPT 1),
+ * 224 a thread (ptxas: 168).
+ * Why two warpgroups a team: with one, the epilogue (a GELU of 14 instructions an output) ran on
+ * 8 warps an SM and was latency-bound; two give 16 warps the same tile and shared memory.
+ * Ordering: TMA writes and wgmma reads are both async-proxy operations ordered by the mbarriers;
+ * the staging tile is written by the generic proxy, so each thread fences (fence.proxy.async)
+ * before the warpgroup barrier after which the TMA store reads it.
+ * Tensor maps are encoded on the host for each call (cuTensorMapEncodeTiled, taken from the
+ * driver through the runtime: no link to libcuda) and passed as __grid_constant__ parameters; a
+ * captured CUDA graph keeps them with the launch.
+ * Selection: swin_gemm_wgmma_cuda and swin_gemm_wgmma_fp8_gelu_cuda (gemm_wgmma.cu) call this
+ * kernel for outputs of at least two tiles a CTA (2 x SMs; fewer leave a team idle; on an H100
+ * Swin-T at batch 8 was within noise with any threshold) unless the environment says
+ * otherwise (read once): SWIN_GEMM_TMA=0 keeps the cp.async kernel, so that the two are measured
+ * in one run, 1 takes one warpgroup a team (128 accumulators a thread; 2, two warpgroups of 64
+ * rows each, the default), SWIN_GEMM_TMA_MIN_TILES=N moves the threshold (0: every shape, as
+ * the tests run it). TF32 (fp32 outputs: staging twice the size) stays on the cp.async kernel.
+ * Test: tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
+ * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
+ * runs the sanitizers with every shape on this kernel.
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+#include "gemm.h"
+#include "sm90/gemm_sm90.cuh"
+#include "sm90/gemm_tma.h"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "gemm_tma.cu is built for sm_90a only (CMakeLists.txt)"
+#endif
+
+namespace {
+
+using namespace sm90;
+
+constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 5, TEAMS = 2;
+static_assert(TEAMS == 2, "the teams take turns in pairs (team ^ 1)");
+constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
+constexpr int OUT_TILE = BM * BN * 2;   /* a team's staging (16-bit out; E4M3 uses half) */
+constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + TEAMS * OUT_TILE + (2 * STAGES + TEAMS) * 8 + 1024;
+/* WPT warpgroups a team (1 or 2): each takes 128 / WPT rows of the team's tile */
+template <int WPT> constexpr int threads() { return TEAMS * WPT * 128 + 32; }
+
+/* byte offset of byte b of staging row r: boxes of R rows x 128 bytes, 16-byte chunk c of a box
+ * row at chunk c ^ (r % 8) (TMA's 128-byte swizzle) */
+template <int R>
+__device__ __forceinline__ uint32_t box_off(int r, int b) {
+    return (uint32_t)((b >> 7) * (R * 128) + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4) + (b & 15));
+}
+
+template <class E, int EPI, int WPT>
+__global__ void __launch_bounds__(threads<WPT>(), 1)
+gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
+                const __grid_constant__ CUtensorMap map_out, Epi ep, int N, int KT, int tiles, int tiles_n) {
+    constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
+    constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
+    constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
+    constexpr int CONSUMERS = TEAMS * WPT;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
+    const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
+    const uint32_t order = empty + 8 * STAGES;   /* order + 8 T: team T may start its next tile's k-loop */
+    const int tid = threadIdx.x, wg = tid >> 7;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 4 * WPT);
+        for (int w = 0; w < TEAMS; w++) mbar_init(order + 8 * w, WPT);
+        mbar_fence_init();
+    }
+    __syncthreads();
+    swin_pdl_begin();
+
+    if (wg == CONSUMERS) {   // ---- the producer
+        if (tid != CONSUMERS * 128) return;
+        tma_prefetch_map(&map_in), tma_prefetch_map(&map_w);
+        unsigned it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+            for (int kt = 0; kt < KT; kt++, it++) {
+                const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
+                mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                mbar_expect_tx(full + 8 * s, STAGE_BYTES);
+                tma_load_2d(sa, &map_in, kt * BK, m0, full + 8 * s);
+                tma_load_2d(sa + TILE_A, &map_w, kt * BK, n0, full + 8 * s);
+            }
+        }
+        return;
+    }
+
+    // ---- a consumer warpgroup: rows sub RW .. of tiles j = team, team + 2, ... of the CTA's sequence
+    const int team = wg / WPT, sub = wg % WPT;
+    const int lane = tid & 31, wq = (tid >> 5) & 3, ctid = tid & 127;
+    const uint32_t my_out = s_out + team * OUT_TILE + sub * (OUT_TILE / WPT);
+    unsigned char *stage = smem_raw + (my_out - smem_addr(smem_raw));
+    if (ctid == 0) tma_prefetch_map(&map_out);
+    unsigned turn = 0;   /* waits on order + 8 team so far */
+    for (int t = blockIdx.x + team * gridDim.x, j = team; t < tiles; t += TEAMS * gridDim.x, j += TEAMS) {
+        const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+        /* the teams' k-loops take turns, tile j after tile j - 1's (the other team's) has waited
+         * for all its k-tiles: so every ring entry before this tile's first has landed, and each
+         * full-barrier wait below is for the phase after the last completed one (a parity wait
+         * cannot tell a phase from the one two later) */
+        if (j > 0) mbar_wait(order + 8 * team, turn++ & 1);
+        float d[MI][64];   /* rows sub RW + 64 mi + ... of the tile */
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int i = 0; i < 64; i++) d[mi][i] = 0.0f;
+        unsigned it = (unsigned)j * KT;
+        for (int kt = 0; kt < KT; kt++, it++) {
+            const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
+            mbar_wait(full + 8 * s, (it / STAGES) & 1);
+            const uint64_t da = sw128_desc(sa + sub * RW * ROW), db = sw128_desc(sa + TILE_A);
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < ROW / 32; ks++)   /* 32 bytes of K a step: descriptor + 2 */
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++) wgmma_64x128<E>(d[mi], da + (mi * 64 * ROW >> 4) + 2 * ks, db + 2 * ks);
+            wgmma_commit();
+            if (kt > 0) {   /* the previous k-tile's MMAs are done: its slot is free */
+                wgmma_wait<1>();
+                if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+            }
+        }
+        if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+
+        /* epilogue: the previous tile's stores have read the staging rows */
+        if (ctid == 0) bulk_wait_read();
+        named_sync(1 + wg, 128);
+        const int r_lo = wq * 16 + (lane >> 2);
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; jn++) {
+            const int c = jn * 8 + 2 * (lane & 3);
+            float2 b, cs;
+            epi_coeffs<E, EPI>(ep, n0 + c, N, b, cs);
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
+                    const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
+                    epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], b, cs, ep);
+                }
+        }
+        fence_proxy_async();
+        named_sync(1 + wg, 128);
+        if (ctid == 0) {
+#pragma unroll
+            for (int bx = 0; bx < BOXES; bx++)
+                tma_store_2d(&map_out, my_out + bx * RW * 128, n0 + bx * (128 / OSZ), m0 + sub * RW);
+            bulk_commit();
+        }
+    }
+    if (ctid == 0) bulk_wait();
+}
+
+// ---- tensor maps
+
+typedef PFN_cuTensorMapEncodeTiled_v12000 encode_fn;
+
+/* cuTensorMapEncodeTiled from the driver (NULL when it has none) */
+encode_fn tensor_map_encoder(void) {
+    static const encode_fn fn = []() -> encode_fn {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            return (void)cudaGetLastError(), (encode_fn)NULL;
+        return (encode_fn)p;
+    }();
+    return fn;
+}
+
+/* the map of a row-major [rows, cols] matrix of esz-byte elements read or written in boxes of
+ * box_rows rows x 128 bytes, 128-byte swizzled */
+swin_status make_map(CUtensorMap *map, const char *op, const char *what, const void *p, int rows, int cols, int esz,
+                     int box_rows) {
+    const encode_fn enc = tensor_map_encoder();
+    if (!enc) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: the CUDA driver has no cuTensorMapEncodeTiled", op);
+    const CUtensorMapDataType type = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * esz};
+    const cuuint32_t box[2] = {(cuuint32_t)(128 / esz), (cuuint32_t)box_rows}, step[2] = {1, 1};
+    /* bf16 is described as fp16: the map only moves bytes (no out-of-bounds NaN fill asked) */
+    const CUresult r = enc(map, type, 2, const_cast<void *>(p), dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return swin_fail(SWIN_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (%d) for %s [%d, %d] at %p", op, (int)r, what,
+                         rows, cols, p);
+    return SWIN_OK;
+}
+
+template <class E, int EPI, int WPT>
+swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
+                       cudaStream_t st) {
+    constexpr int OSZ = out_size<E, EPI>();
+    CUtensorMap map_in, map_w, map_out;
+    SWIN_TRY(make_map(&map_in, op, "in", in, M, K, E::ESZ, BM));
+    SWIN_TRY(make_map(&map_w, op, "w", w, N, K, E::ESZ, BN));
+    SWIN_TRY(make_map(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
+    int sms = 0;
+    SWIN_TRY(swin_device_sms(&sms));
+    const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
+    const int KT = (K * E::ESZ + ROW - 1) / ROW;
+    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_kernel<E, EPI, WPT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)SMEM));
+    const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
+    swin_launch(gemm_tma_kernel<E, EPI, WPT>, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, ep, N,
+                KT, tiles, tiles_n);
+    SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
+    return SWIN_OK;
+}
+
+/* SWIN_GEMM_TMA: 0 off (gemm_wgmma.cu's cp.async kernel), 1 one warpgroup a team, else two */
+int tma_mode(void) {
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("SWIN_GEMM_TMA");
+        mode = !v || !*v ? 2 : !strcmp(v, "0") ? 0 : !strcmp(v, "1") ? 1 : 2;
+    }
+    return mode;
+}
+
+template <class E, int EPI>
+swin_status launch(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
+                   cudaStream_t st) {
+    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, ep, M, K, N, st)
+                           : launch_wpt<E, EPI, 2>(op, out, in, w, ep, M, K, N, st);
+}
+
+} // namespace
+
+/* the fewest output tiles that take this kernel: SWIN_GEMM_TMA_MIN_TILES, else (-1) two a CTA */
+int min_tiles(void) {
+    static int n = -2;
+    if (n == -2) {
+        const char *v = getenv("SWIN_GEMM_TMA_MIN_TILES");
+        n = v && *v ? atoi(v) : -1;
+    }
+    return n;
+}
+
+extern "C" int swin_gemm_tma_wanted(int M, int N) {
+    if (tma_mode() == 0 || tensor_map_encoder() == NULL) return 0;
+    int least = min_tiles(), sms = 0;
+    if (least < 0) {
+        if (swin_device_sms(&sms) != SWIN_OK) return 0;
+        least = TEAMS * sms;
+    }
+    return (long long)((M + BM - 1) / BM) * ((N + BN - 1) / BN) >= least;
+}
+
+extern "C" swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K,
+                                          int N, swin_act act, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_cuda";
+    const Epi ep = {bias, NULL, 1.0f};
+    const bool gelu = act == SWIN_ACT_GELU;
+    if (dt == SWIN_DT_F16)
+        return gelu ? launch<F16, GELU>(op, out, in, w, ep, M, K, N, st) : launch<F16, PLAIN>(op, out, in, w, ep, M, K, N, st);
+    if (dt == SWIN_DT_BF16)
+        return gelu ? launch<BF16, GELU>(op, out, in, w, ep, M, K, N, st)
+                    : launch<BF16, PLAIN>(op, out, in, w, ep, M, K, N, st);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                                  const float *col_scale, const void *bias, float out_inv, int M,
+                                                  int K, int N, cudaStream_t st) {
+    const Epi ep = {bias, col_scale, out_inv};
+    return launch<E4M3, FP8_GELU>("swin_gemm_tma_fp8_gelu_cuda", out_q, in_q, w_q, ep, M, K, N, st);
+}

@@ -1,0 +1,28 @@
+/* gemm_tma.h - the persistent TMA GEMM of gemm_tma.cu, called by gemm_wgmma.cu's entries (which
+ * check the arguments: the shapes and alignments of swin_gemm_wgmma_supports, FP8's of
+ * swin_gemm_wgmma_fp8_gelu_cuda) when swin_gemm_tma_wanted(M, N): SWIN_GEMM_TMA is not 0, the
+ * driver encodes tensor maps and the [M, N] output has enough 128 x 128 tiles (gemm_tma.cu). */
+#ifndef SWIN_GEMM_TMA_H
+#define SWIN_GEMM_TMA_H
+
+#include <stdint.h>
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int swin_gemm_tma_wanted(int M, int N);
+/* fp16 / bf16: out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]), act none or GELU */
+swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
+                               swin_act act, swin_dtype dt, cudaStream_t st);
+/* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv) (gemm.h) */
+swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                        const void *bias, float out_inv, int M, int K, int N, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
