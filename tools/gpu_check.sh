@@ -30,7 +30,9 @@
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
 # Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
-#   (seconds per compute-sanitizer run, default 150; a run cut short counts as failed).
+#   (seconds per compute-sanitizer run, default 150; a run cut short counts as failed),
+#   GPU_CHECK_JOBS (GPU tests run at once in step 3, default 4; the tests that measure free
+#   device memory are RUN_SERIAL in CTest and run alone).
 # OUTDIR: --out, else $OUT when set, else gpu-check-out. Exit 0 only when everything passed.
 set -uo pipefail
 
@@ -120,7 +122,7 @@ ctest_run() {
 : >"$work/ctest.tsv"
 if [ $run_ctest = 1 ] && [ $build_ok = 1 ]; then
   step "ctest -L gpu"
-  ctest_run "ctest -L gpu" -L gpu
+  ctest_run "ctest -L gpu" -L gpu -j "${GPU_CHECK_JOBS:-4}"
   if [ $run_cpu_suite = 1 ]; then
     step "ctest -LE gpu"
     ctest_run "ctest -LE gpu (rest of the suite)" -LE gpu -j "$(nproc)"
