@@ -16,6 +16,10 @@
  * Fragments are read from shared memory with 32-bit loads; rows are HD + 4 floats apart, which
  * makes the loads of Q and K (lane = 4 row + column) and of V (rows 2t, 2t+1, column g) hit 32
  * different banks.
+ * The two kernels share their steps as functions (tf32_stage, tf32_query, tf32_qk_tile,
+ * tf32_score, tf32_pv_tile, tf32_store); they differ in the softmax (whole rows here, an online
+ * one over key blocks there). Written so that the compiled kernels are what they were as two
+ * separate bodies (the SASS of every instantiation compared identical when the steps moved out).
  * Numerics: TF32 keeps 10 mantissa bits, as fp16 does, so the error is that of the fp16 kernel's
  * rounded P; the inputs keep fp32's range. Test: tests/test_gpu_attention.c (impl "tf32").
  */
@@ -81,44 +85,53 @@ __device__ __forceinline__ float inv_norm_f32(const float *row) {
     return 1.0f / fmaxf(sqrtf(ss), 1e-12f);
 }
 
-template <int HD>
-__global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
-    swin_pdl_begin();
-    constexpr int LD = HD + Tf32Tiles::kPad, NT = Tf32Tiles::kKeys / 8, CPR = HD / 4, nthr = Tf32Tiles::kWarps * 32;
-    extern __shared__ __align__(16) unsigned char smem[];
-    const Geom &g = a.g;
-    const Tf32Smem L(HD, g.nb);
-    float *qs = reinterpret_cast<float *>(smem + L.q), *ks = reinterpret_cast<float *>(smem + L.k);
-    float *vs = reinterpret_cast<float *>(smem + L.v), *rk = reinterpret_cast<float *>(smem + L.rk);
-    float *bias = reinterpret_cast<float *>(smem + L.bias);
-    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
-    const int w = g.div_heads.div(blockIdx.x), h = g.div_heads.mod(blockIdx.x, w);
-    int wy, wx;
-    window_pos(g, w, &wy, &wx);
+// ---- what both TF32 kernels do: stage the head, set up the query rows, score / apply a key
+// tile of 8, store
 
-    /* q, k, v rows of the head (rows >= N zero-filled, so that pad keys' P (0) x V stays 0) */
+/* the head's shared memory: Q, K, V rows, 1 / |k| (V2), the bias table and the key table at
+ * Tf32Smem's offsets */
+struct Tf32Shared {
+    float *qs, *ks, *vs, *rk, *bias;
+    int *kinfo;
+    __device__ __forceinline__ Tf32Shared(unsigned char *smem, const Tf32Smem &L)
+        : qs(reinterpret_cast<float *>(smem + L.q)), ks(reinterpret_cast<float *>(smem + L.k)),
+          vs(reinterpret_cast<float *>(smem + L.v)), rk(reinterpret_cast<float *>(smem + L.rk)),
+          bias(reinterpret_cast<float *>(smem + L.bias)), kinfo(reinterpret_cast<int *>(smem + L.kinfo)) {}
+};
+
+/* q, k, v rows of the head into shared memory (rows >= N zero-filled, so that pad keys' P (0) x V
+ * stays 0), the key tables (stage_tables) and, for V2, 1 / max(|k|, 1e-12) of every key row in
+ * fp32; ends with a barrier */
+template <int HD, int KEYS, int NTHR>
+__device__ __forceinline__ void tf32_stage(const AttnIO<float> &a, const Geom &g, const Tf32Shared &sh, int w, int h,
+                                           int wy, int wx, int tid) {
+    constexpr int LD = HD + Tf32Tiles::kPad, CPR = HD / 4;
+    float *qs = sh.qs, *ks = sh.ks, *vs = sh.vs, *rk = sh.rk;
     const size_t ldg = (size_t)3 * g.C;
     const float *src = a.qkv + (size_t)w * g.N * ldg + (size_t)h * HD;
-    for (int i = tid; i < 3 * Tf32Tiles::kKeys * CPR; i += nthr) {
-        const int m = i / (Tf32Tiles::kKeys * CPR), r = (i / CPR) % Tf32Tiles::kKeys, c = (i % CPR) * 4;
+    for (int i = tid; i < 3 * KEYS * CPR; i += NTHR) {
+        const int m = i / (KEYS * CPR), r = (i / CPR) % KEYS, c = (i % CPR) * 4;
         const bool ok = r < g.N;
         float *dst = (m == 0 ? qs : m == 1 ? ks : vs) + r * LD + c;
         cp_async16(dst, src + (size_t)(ok ? r : 0) * ldg + m * g.C + c, ok);
     }
     cp_async_commit();
-    stage_tables(kinfo, Tf32Tiles::kKeys, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
+    stage_tables(sh.kinfo, KEYS, sh.bias, a.bias_table, h, kLog2e, g, wy, wx, tid, NTHR);
     cp_async_wait_all();
     __syncthreads();
-    if (a.v2) {   /* 1 / max(|k|, 1e-12) of every key row, in fp32 */
-        for (int j = tid; j < Tf32Tiles::kKeys; j += nthr) rk[j] = inv_norm_f32<HD>(ks + j * LD);
+    if (a.v2) {
+        for (int j = tid; j < KEYS; j += NTHR) rk[j] = inv_norm_f32<HD>(ks + j * LD);
         __syncthreads();
     }
-    const int r0 = warp * 16;
-    if (r0 >= g.N) return;   /* no barrier below */
+}
 
-    /* Q A-fragments and the rows' scale (V2: / |q|), bias base and region */
-    uint32_t qa[HD / 8][4];
+/* a warp's query rows r0 + gq (+ 8): Q A-fragments, the rows' scale (V2: / |q|), bias base and
+ * region */
+template <int HD>
+__device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g, const float *qs, const int *kinfo,
+                                           int h, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4], float (&sc)[2],
+                                           int (&qb)[2], int (&qr)[2]) {
+    constexpr int LD = HD + Tf32Tiles::kPad;
 #pragma unroll
     for (int kk = 0; kk < HD / 8; kk++) {
         const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
@@ -127,8 +140,6 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
         qa[kk][2] = to_tf32(p[4]);
         qa[kk][3] = to_tf32(p[8 * LD + 4]);
     }
-    float sc[2];
-    int qb[2], qr[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = r0 + gq + 8 * r;
@@ -138,6 +149,101 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
         qb[r] = info_qbase(g, info);
         qr[r] = info_region(info);
     }
+}
+
+/* s += Q K^T of key tile n (keys 8 n ..) */
+template <int HD>
+__device__ __forceinline__ void tf32_qk_tile(float (&s)[4], const uint32_t (&qa)[HD / 8][4], const float *ks, int n,
+                                             int gq, int t4) {
+    constexpr int LD = HD + Tf32Tiles::kPad;
+#pragma unroll
+    for (int kk = 0; kk < HD / 8; kk++) {
+        const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
+        mma_tf32(s, qa[kk], to_tf32(p[0]), to_tf32(p[4]));
+    }
+}
+
+/* The scores of a row pair's keys j, j + 1 (s of a tile holding keys < N, else all -inf) into the
+ * log2 domain: s * scale sc (V2: / |k|) + bias (the rows' bases br0, br1), shift mask (rows'
+ * regions qr), -inf for pad keys */
+__device__ __forceinline__ void tf32_score(float (&s)[4], bool tile_ok, int j, const AttnIO<float> &a, const Geom &g,
+                                          const int *kinfo, const float *rk, const float (&sc)[2], const float *br0,
+                                          const float *br1, bool masked, float mask, const int (&qr)[2]) {
+    if (tile_ok) {
+        const int k0 = kinfo[j], k1 = kinfo[j + 1];
+        if (a.v2) {
+            const float q0 = rk[j], q1 = rk[j + 1];
+            s[0] *= q0, s[1] *= q1, s[2] *= q0, s[3] *= q1;
+        }
+        s[0] = fmaf(s[0], sc[0], br0[-info_koff(k0)]);
+        s[1] = fmaf(s[1], sc[0], br0[-info_koff(k1)]);
+        s[2] = fmaf(s[2], sc[1], br1[-info_koff(k0)]);
+        s[3] = fmaf(s[3], sc[1], br1[-info_koff(k1)]);
+        if (masked) {
+            const int g0 = info_region(k0), g1 = info_region(k1);
+            if (g0 != qr[0]) s[0] += mask;
+            if (g1 != qr[0]) s[1] += mask;
+            if (g0 != qr[1]) s[2] += mask;
+            if (g1 != qr[1]) s[3] += mask;
+        }
+        if (j >= g.N) s[0] = s[2] = -INFINITY;
+        if (j + 1 >= g.N) s[1] = s[3] = -INFINITY;
+    } else {
+        s[0] = s[1] = s[2] = s[3] = -INFINITY;
+    }
+}
+
+/* o += P V of key tile n, k permuted: A = {P[g][2t], P[g+8][2t], P[g][2t+1], P[g+8][2t+1]},
+ * B = {V[8n + 2t][col g], V[8n + 2t + 1][col g]} */
+template <int HD>
+__device__ __forceinline__ void tf32_pv_tile(float (&o)[HD / 8][4], const float (&s)[4], const float *vs, int n, int gq,
+                                             int t4) {
+    constexpr int LD = HD + Tf32Tiles::kPad;
+    const uint32_t pa[4] = {to_tf32(s[0]), to_tf32(s[2]), to_tf32(s[1]), to_tf32(s[3])};
+    const float *p = vs + (n * 8 + 2 * t4) * LD + gq;
+#pragma unroll
+    for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
+}
+
+/* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
+template <int HD>
+__device__ __forceinline__ void tf32_store(const AttnIO<float> &a, const Geom &g, const float (&o)[HD / 8][4],
+                                           const float (&l)[2], int w, int h, int r0, int gq, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r0 + gq + 8 * r;
+        if (row >= g.N) continue;
+        const float inv = 1.0f / l[r];
+        float *dst = a.out + ((size_t)w * g.N + row) * g.C + (size_t)h * HD + 2 * t4;
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++)
+            *reinterpret_cast<float2 *>(dst + c * 8) = make_float2(o[c][2 * r] * inv, o[c][2 * r + 1] * inv);
+    }
+}
+
+// ---- the kernels
+
+template <int HD>
+__global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
+    swin_pdl_begin();
+    constexpr int NT = Tf32Tiles::kKeys / 8, nthr = Tf32Tiles::kWarps * 32;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    const Tf32Smem L(HD, g.nb);
+    const Tf32Shared sh(smem, L);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
+    const int w = g.div_heads.div(blockIdx.x), h = g.div_heads.mod(blockIdx.x, w);
+    int wy, wx;
+    window_pos(g, w, &wy, &wx);
+
+    tf32_stage<HD, Tf32Tiles::kKeys, nthr>(a, g, sh, w, h, wy, wx, tid);
+    const int r0 = warp * 16;
+    if (r0 >= g.N) return;   /* no barrier below */
+
+    uint32_t qa[HD / 8][4];
+    float sc[2];
+    int qb[2], qr[2];
+    tf32_query<HD>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, sc, qb, qr);
 
     /* S = Q K^T for the key tiles that hold keys < N (uniform) */
     const int nkt = (g.N + 7) / 8;
@@ -145,45 +251,17 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 #pragma unroll
     for (int n = 0; n < NT; n++) {
         s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        if (n < nkt) {
-#pragma unroll
-            for (int kk = 0; kk < HD / 8; kk++) {
-                const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
-                mma_tf32(s[n], qa[kk], to_tf32(p[0]), to_tf32(p[4]));
-            }
-        }
+        if (n < nkt) tf32_qk_tile<HD>(s[n], qa, sh.ks, n, gq, t4);
     }
 
     /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; then the row max */
     const bool masked = window_masked(g, wy, wx);
     const float mask = kMask * kLog2e;
-    const float *br0 = bias + qb[0], *br1 = bias + qb[1];
+    const float *br0 = sh.bias + qb[0], *br1 = sh.bias + qb[1];
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        const int j = n * 8 + 2 * t4;
-        if (n < nkt) {
-            const int k0 = kinfo[j], k1 = kinfo[j + 1];
-            if (a.v2) {
-                const float q0 = rk[j], q1 = rk[j + 1];
-                s[n][0] *= q0, s[n][1] *= q1, s[n][2] *= q0, s[n][3] *= q1;
-            }
-            s[n][0] = fmaf(s[n][0], sc[0], br0[-info_koff(k0)]);
-            s[n][1] = fmaf(s[n][1], sc[0], br0[-info_koff(k1)]);
-            s[n][2] = fmaf(s[n][2], sc[1], br1[-info_koff(k0)]);
-            s[n][3] = fmaf(s[n][3], sc[1], br1[-info_koff(k1)]);
-            if (masked) {
-                const int g0 = info_region(k0), g1 = info_region(k1);
-                if (g0 != qr[0]) s[n][0] += mask;
-                if (g1 != qr[0]) s[n][1] += mask;
-                if (g0 != qr[1]) s[n][2] += mask;
-                if (g1 != qr[1]) s[n][3] += mask;
-            }
-            if (j >= g.N) s[n][0] = s[n][2] = -INFINITY;
-            if (j + 1 >= g.N) s[n][1] = s[n][3] = -INFINITY;
-        } else {
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
-        }
+        tf32_score(s[n], n < nkt, n * 8 + 2 * t4, a, g, sh.kinfo, sh.rk, sc, br0, br1, masked, mask, qr);
         mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
         mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
     }
@@ -202,32 +280,16 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
 
-    /* O = P V, k permuted (above): A = {P[g][2t], P[g+8][2t], P[g][2t+1], P[g+8][2t+1]} of key tile n,
-     * B = {V[8n + 2t][col g], V[8n + 2t + 1][col g]} */
+    /* O = P V, k permuted (tf32_pv_tile) */
     float o[HD / 8][4];
 #pragma unroll
     for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        if (n < nkt) {
-            const uint32_t pa[4] = {to_tf32(s[n][0]), to_tf32(s[n][2]), to_tf32(s[n][1]), to_tf32(s[n][3])};
-            const float *p = vs + (n * 8 + 2 * t4) * LD + gq;
-#pragma unroll
-            for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
-        }
+        if (n < nkt) tf32_pv_tile<HD>(o, s[n], sh.vs, n, gq, t4);
     }
 
-    /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = r0 + gq + 8 * r;
-        if (row >= g.N) continue;
-        const float inv = 1.0f / l[r];
-        float *dst = a.out + ((size_t)w * g.N + row) * g.C + (size_t)h * HD + 2 * t4;
-#pragma unroll
-        for (int c = 0; c < HD / 8; c++)
-            *reinterpret_cast<float2 *>(dst + c * 8) = make_float2(o[c][2 * r] * inv, o[c][2 * r + 1] * inv);
-    }
+    tf32_store<HD>(a, g, o, l, w, h, r0, gq, t4);
 }
 
 /* Windows of 65 to 144 tokens: 9 warps, a warp per 16 query rows, Q, K and V of the head in
@@ -238,67 +300,30 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 template <int HD>
 __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) attn_tf32_win_kernel(AttnIO<float> a) {
     swin_pdl_begin();
-    constexpr int KEYS = Tf32WinTiles::kKeys, NB = Tf32WinTiles::kBlock;
-    constexpr int LD = HD + Tf32Tiles::kPad, CPR = HD / 4, nthr = Tf32WinTiles::kWarps * 32;
+    constexpr int KEYS = Tf32WinTiles::kKeys, NB = Tf32WinTiles::kBlock, nthr = Tf32WinTiles::kWarps * 32;
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const Tf32Smem L(HD, g.nb, KEYS);
-    float *qs = reinterpret_cast<float *>(smem + L.q), *ks = reinterpret_cast<float *>(smem + L.k);
-    float *vs = reinterpret_cast<float *>(smem + L.v), *rk = reinterpret_cast<float *>(smem + L.rk);
-    float *bias = reinterpret_cast<float *>(smem + L.bias);
-    int *kinfo = reinterpret_cast<int *>(smem + L.kinfo);
+    const Tf32Shared sh(smem, L);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, t4 = lane & 3;
     const int w = g.div_heads.div(blockIdx.x), h = g.div_heads.mod(blockIdx.x, w);
     int wy, wx;
     window_pos(g, w, &wy, &wx);
 
-    /* q, k, v rows of the head (rows >= N zero-filled, so that pad keys' P (0) x V stays 0) */
-    const size_t ldg = (size_t)3 * g.C;
-    const float *src = a.qkv + (size_t)w * g.N * ldg + (size_t)h * HD;
-    for (int i = tid; i < 3 * KEYS * CPR; i += nthr) {
-        const int m = i / (KEYS * CPR), r = (i / CPR) % KEYS, c = (i % CPR) * 4;
-        const bool ok = r < g.N;
-        float *dst = (m == 0 ? qs : m == 1 ? ks : vs) + r * LD + c;
-        cp_async16(dst, src + (size_t)(ok ? r : 0) * ldg + m * g.C + c, ok);
-    }
-    cp_async_commit();
-    stage_tables(kinfo, KEYS, bias, a.bias_table, h, kLog2e, g, wy, wx, tid, nthr);
-    cp_async_wait_all();
-    __syncthreads();
-    if (a.v2) {   /* 1 / max(|k|, 1e-12) of every key row, in fp32 */
-        for (int j = tid; j < KEYS; j += nthr) rk[j] = inv_norm_f32<HD>(ks + j * LD);
-        __syncthreads();
-    }
+    tf32_stage<HD, KEYS, nthr>(a, g, sh, w, h, wy, wx, tid);
     const int r0 = warp * 16;
     if (r0 >= g.N) return;   /* no barrier below */
 
-    /* Q A-fragments and the rows' scale (V2: / |q|), bias base and region */
     uint32_t qa[HD / 8][4];
-#pragma unroll
-    for (int kk = 0; kk < HD / 8; kk++) {
-        const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
-        qa[kk][0] = to_tf32(p[0]);
-        qa[kk][1] = to_tf32(p[8 * LD]);
-        qa[kk][2] = to_tf32(p[4]);
-        qa[kk][3] = to_tf32(p[8 * LD + 4]);
-    }
     float sc[2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     int qb[2], qr[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = r0 + gq + 8 * r;
-        const float rq = a.v2 ? inv_norm_f32<HD>(qs + row * LD) : 1.f;
-        sc[r] = __ldg(a.scale + h) * kLog2e * rq;
-        const int info = kinfo[row];   // rows past N read as token 0; never stored
-        qb[r] = info_qbase(g, info);
-        qr[r] = info_region(info);
-    }
+    tf32_query<HD>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, sc, qb, qr);
     float o[HD / 8][4];
 #pragma unroll
     for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
     const bool masked = window_masked(g, wy, wx);
     const float mask = kMask * kLog2e;
-    const float *br0 = bias + qb[0], *br1 = bias + qb[1];
+    const float *br0 = sh.bias + qb[0], *br1 = sh.bias + qb[1];
     const int nkt = (g.N + 7) / 8;   // key tiles that hold keys < N
 
     for (int kb = 0; kb < nkt; kb += NB) {
@@ -307,41 +332,13 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
 #pragma unroll
         for (int n = 0; n < NB; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-            if (kb + n < nkt) {
-#pragma unroll
-                for (int kk = 0; kk < HD / 8; kk++) {
-                    const float *p = ks + ((kb + n) * 8 + gq) * LD + kk * 8 + t4;
-                    mma_tf32(s[n], qa[kk], to_tf32(p[0]), to_tf32(p[4]));
-                }
-            }
+            if (kb + n < nkt) tf32_qk_tile<HD>(s[n], qa, sh.ks, kb + n, gq, t4);
         }
         /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; the block max */
         float bmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < NB; n++) {
-            const int j = (kb + n) * 8 + 2 * t4;
-            if (kb + n < nkt) {
-                const int k0 = kinfo[j], k1 = kinfo[j + 1];
-                if (a.v2) {
-                    const float q0 = rk[j], q1 = rk[j + 1];
-                    s[n][0] *= q0, s[n][1] *= q1, s[n][2] *= q0, s[n][3] *= q1;
-                }
-                s[n][0] = fmaf(s[n][0], sc[0], br0[-info_koff(k0)]);
-                s[n][1] = fmaf(s[n][1], sc[0], br0[-info_koff(k1)]);
-                s[n][2] = fmaf(s[n][2], sc[1], br1[-info_koff(k0)]);
-                s[n][3] = fmaf(s[n][3], sc[1], br1[-info_koff(k1)]);
-                if (masked) {
-                    const int g0 = info_region(k0), g1 = info_region(k1);
-                    if (g0 != qr[0]) s[n][0] += mask;
-                    if (g1 != qr[0]) s[n][1] += mask;
-                    if (g0 != qr[1]) s[n][2] += mask;
-                    if (g1 != qr[1]) s[n][3] += mask;
-                }
-                if (j >= g.N) s[n][0] = s[n][2] = -INFINITY;
-                if (j + 1 >= g.N) s[n][1] = s[n][3] = -INFINITY;
-            } else {
-                s[n][0] = s[n][1] = s[n][2] = s[n][3] = -INFINITY;
-            }
+            tf32_score(s[n], kb + n < nkt, (kb + n) * 8 + 2 * t4, a, g, sh.kinfo, sh.rk, sc, br0, br1, masked, mask, qr);
             bmax[0] = fmaxf(bmax[0], fmaxf(s[n][0], s[n][1]));
             bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
         }
@@ -349,12 +346,7 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
         /* O += P V, k permuted as in attn_tf32_kernel */
 #pragma unroll
         for (int n = 0; n < NB; n++) {
-            if (kb + n < nkt) {
-                const uint32_t pa[4] = {to_tf32(s[n][0]), to_tf32(s[n][2]), to_tf32(s[n][1]), to_tf32(s[n][3])};
-                const float *p = vs + ((kb + n) * 8 + 2 * t4) * LD + gq;
-#pragma unroll
-                for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
-            }
+            if (kb + n < nkt) tf32_pv_tile<HD>(o, s[n], sh.vs, kb + n, gq, t4);
         }
     }
 #pragma unroll
@@ -363,17 +355,7 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
 
-    /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = r0 + gq + 8 * r;
-        if (row >= g.N) continue;
-        const float inv = 1.0f / l[r];
-        float *dst = a.out + ((size_t)w * g.N + row) * g.C + (size_t)h * HD + 2 * t4;
-#pragma unroll
-        for (int c = 0; c < HD / 8; c++)
-            *reinterpret_cast<float2 *>(dst + c * 8) = make_float2(o[c][2 * r] * inv, o[c][2 * r + 1] * inv);
-    }
+    tf32_store<HD>(a, g, o, l, w, h, r0, gq, t4);
 }
 
 } // namespace swin_attn
