@@ -56,13 +56,11 @@
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
-#include "gemm.h"
 #include "sm90/gemm_sm90.cuh"
 #include "sm90/gemm_tma.h"
 
@@ -269,8 +267,6 @@ swin_status launch(const char *op, void *out, const void *in, const void *w, Epi
                            : launch_wpt<E, EPI, 2>(op, out, in, w, ep, M, K, N, st);
 }
 
-} // namespace
-
 /* the fewest output tiles that take this kernel: SWIN_GEMM_TMA_MIN_TILES, else (-1) two a CTA */
 int min_tiles(void) {
     static int n = -2;
@@ -280,6 +276,8 @@ int min_tiles(void) {
     }
     return n;
 }
+
+} // namespace
 
 extern "C" int swin_gemm_tma_wanted(int M, int N) {
     if (tma_mode() == 0 || tensor_map_encoder() == NULL) return 0;
