@@ -15,7 +15,10 @@
  * tensor-core GEMM with the bias and the erf GELU in its epilogue (kernels/gemm_mma.cu) where the
  * shape allows; on Hopper its large tiles run on the wgmma version of that kernel
  * (kernels/sm90/gemm_wgmma.cu; SWIN_GEMM_WGMMA=0 keeps the mma.sync one), which also takes a
- * TF32 handle's GELU layers of large tiles (fp32 data, TF32 math as cuBLASLt's).
+ * TF32 handle's GELU layers of large tiles (fp32 data, TF32 math as cuBLASLt's). With
+ * SWIN_GEMM_TMA_LINEAR=1 in the environment, the 16-bit layers without GELU (qkv, proj, fc2 with
+ * its residual, the reductions) of enough tiles run on that file's persistent TMA kernel too
+ * (kernels/sm90/gemm_tma.cu); off by default, as cuBLASLt is faster on them (its header).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
@@ -83,6 +86,7 @@ struct swin_gemm {
     int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
     int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
     int sms;                               /* the GPU's multiprocessors, when wgmma */
+    int tma_linear;                        /* 16-bit layers without GELU on sm90/gemm_tma.cu where it can */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -224,6 +228,7 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->ws_bytes = ws_bytes;
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
+    g->tma_linear = g->wgmma && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -405,6 +410,9 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
         if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
             return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     }
+    if (act == SWIN_ACT_NONE && g->tma_linear &&
+        swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual))
+        return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));

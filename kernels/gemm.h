@@ -68,6 +68,17 @@ int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out
                              const void *bias);
 swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                  swin_act act, swin_dtype dt, cudaStream_t st);
+/* A 16-bit linear layer without activation on the persistent TMA kernel of gemm_tma.cu (Hopper):
+ *   out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N], may be out itself)
+ * swin_linear_cuda takes it with SWIN_GEMM_TMA_LINEAR=1 in the environment (off by default: on
+ * Swin's shapes cuBLASLt is faster, gemm_tma.cu's header) where swin_gemm_wgmma_linear_supports
+ * says yes (fp16 / bf16, the shapes and alignments of swin_gemm_wgmma_supports, a 16-byte
+ * aligned residual, neither out nor the residual an input, an output of 2 x SMs tiles or more:
+ * swin_gemm_tma_wanted); the call returns SWIN_ERR_UNSUPPORTED where that says no. */
+int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in, const void *w,
+                                    const void *bias, const void *residual);
+swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
+                                        const void *residual, int M, int K, int N, swin_dtype dt, cudaStream_t st);
 /* The transformer block's MLP as one kernel on Hopper (kernels/sm90/mlp_wgmma.cu, compute
  * capability 9.0), the hidden kept on chip:
  *   out [M, C] = gelu(in [M, C] @ w1 [H, C]^T + b1 [H]) @ w2 [C, H]^T + b2 [C] (+ res [M, C])

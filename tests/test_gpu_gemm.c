@@ -8,12 +8,16 @@
  * then every GELU case again without it (cuBLASLt + the GELU op, the default), and it gets
  * its own shapes: both tile sizes, partial tiles in M and N, K not a multiple of its k-tile,
  * Swin-B and stage-4 widths, no bias and no activation, and shapes it refuses; both kernels
- * (mma.sync and wgmma) are also called directly on their own shapes.
+ * (mma.sync and wgmma) are also called directly on their own shapes. On Hopper, fp16 / bf16
+ * layers without GELU of enough tiles run on the persistent TMA kernel (gemm_tma.cu) when
+ * SWIN_GEMM_TMA_LINEAR=1 (the _tma CTest variants), with the residual in place or separate (two
+ * shapes of several tiles a team; with SWIN_GEMM_TMA_MIN_TILES=0 every such shape).
  * Tolerances relative to max|ref|: fp32 1e-5, tf32 and fp16 2e-3, bf16 1.6e-2. A probe shows that
  * fp32 is true fp32: inputs 1 + 2^-12 (lost by TF32's 10-bit mantissa) give the exact sum in fp32
  * and a different one in tf32. Outputs are NaN-poisoned and guarded; argument errors checked.
  * Run: test_gpu_gemm <source dir>; SWIN_TEST_QUICK=1 drops M = 6272; SWIN_TEST_QUICK=2 runs only
- * the cases of our tensor-core GEMM (fp16 / bf16 GELU layers fused, and its plain calls), for
+ * the cases of our tensor-core GEMMs (fp16 / bf16 GELU layers fused, the layers the TMA kernel
+ * takes, and its plain calls), for
  * compute-sanitizer's racecheck, which reports hazards inside cuBLAS's own kernels; exits 77
  * without a GPU.
  */
@@ -69,6 +73,11 @@ static const gextra extras[] = {
     {300, {"fc1+gelu swin-b", 128, 512, SWIN_ACT_GELU, 1, RES_NONE}},
     {77, {"fc1+gelu no bias", 56, 224, SWIN_ACT_GELU, 0, RES_NONE}},
     {50, {"fc1+gelu K%8!=0 (fallback)", 12, 48, SWIN_ACT_GELU, 1, RES_NONE}},
+    /* 16-bit layers without GELU on the persistent TMA kernel (gemm_tma.cu; with
+     * SWIN_GEMM_TMA_LINEAR=1, at its default threshold): several tiles a team, so that each
+     * warpgroup's residual loads and stores take turns over several tiles */
+    {30000, {"fc2+res(in place) many tiles", 192, 256, SWIN_ACT_NONE, 1, RES_IN_PLACE}},
+    {30000, {"proj+res(separate) many tiles", 128, 264, SWIN_ACT_NONE, 1, RES_SEPARATE}},
 };
 
 typedef struct {
@@ -82,7 +91,9 @@ static const gprec precs[] = {
 
 // ---- one case
 
-static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s) {
+/* ours_only: skip a layer without GELU unless the TMA kernel takes it (the sanitizer's run):
+ * SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c reads it the same way) and a shape it supports */
+static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s, int ours_only) {
     int K = s->K, N = s->N;
     char name[128];
     snprintf(name, sizeof name, "%s %s M%d K%d N%d", s->what, swin_precision_str(p->prec), M, K, N);
@@ -104,6 +115,10 @@ static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s) {
     if (s->res == RES_IN_PLACE) tg_upload(&dout, res), residual = dout.p;
     else tg_poison(&dout);
     if (s->res == RES_SEPARATE) tg_upload(&dres, res), residual = dres.p;
+    const char *lin = getenv("SWIN_GEMM_TMA_LINEAR");
+    if (ours_only && s->act == SWIN_ACT_NONE && (!lin || !*lin || !strcmp(lin, "0") ||
+        !swin_gemm_wgmma_linear_supports((swin_dtype)p->dt, M, K, N, dout.p, din.p, dw.p, db.p, residual)))
+        goto done;
     swin_status st = swin_linear_cuda(dout.p, din.p, dw.p, s->bias ? db.p : NULL, residual, M, K, N, s->act, g, 0);
     int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());
     ok = ok && CHECK(tg_sync_ok(name), "%s: CUDA error after the GEMM", name);
@@ -112,6 +127,7 @@ static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s) {
         tg_compare(name, got, ref, nout, p->tol);
         CHECK(tg_guard_ok(&dout) && tg_guard_ok(&dres), "%s: guard zone overwritten", name);
     }
+done:
     tg_free(&din), tg_free(&dw), tg_free(&db), tg_free(&dout), tg_free(&dres);
     free(in), free(w), free(bias), free(res), free(ref), free(got);
 }
@@ -203,6 +219,10 @@ static void argument_checks(swin_gemm *g16) {
     CHECK(st == SWIN_ERR_UNSUPPORTED, "mma in fp32: %s, expected unsupported", swin_status_str(st));
     st = swin_gemm_mma_cuda((char *)c.p + 4, a.p, b.p, NULL, 4, 8, 8, SWIN_ACT_GELU, SWIN_DT_F16, 0);
     CHECK(st == SWIN_ERR_UNSUPPORTED, "mma with out not 16-byte aligned: %s, expected unsupported", swin_status_str(st));
+    st = swin_gemm_wgmma_linear_cuda(c.p, a.p, b.p, NULL, a.p, 4, 8, 8, SWIN_DT_F16, 0);   /* residual = in */
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "TMA linear with the residual = in: %s, expected unsupported", swin_status_str(st));
+    st = swin_gemm_wgmma_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 8, 8, SWIN_DT_F32, 0);
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "TMA linear in fp32: %s, expected unsupported", swin_status_str(st));
     swin_gemm *bad = NULL;
     expect_arg_error("create with NULL out", swin_gemm_create(NULL, SWIN_FP32, NULL, 0));
     expect_arg_error("create bad precision", swin_gemm_create(&bad, (swin_precision)9, NULL, 0));
@@ -243,13 +263,14 @@ int main(int argc, char **argv) {
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
             if (quick && Ms[mi] > 1000) continue;
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-                if (!mma_only || shapes[si].act == SWIN_ACT_GELU) run_gemm(g, p, Ms[mi], &shapes[si]);
+                run_gemm(g, p, Ms[mi], &shapes[si], mma_only);
         }
         for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++) {
             const gshape *s = &extras[ei].s;
-            /* mma only: the GELU layers that reach the tensor-core GEMM (no residual, K % 8 == 0) */
-            if (!mma_only || (s->act == SWIN_ACT_GELU && s->res == RES_NONE && s->K % 8 == 0))
-                run_gemm(g, p, extras[ei].M, s);
+            /* mma only: the GELU layers that reach the tensor-core GEMM (no residual, K % 8 == 0),
+             * and (run_gemm decides) the layers without GELU that the TMA kernel takes */
+            if (!mma_only || s->act == SWIN_ACT_NONE || (s->res == RES_NONE && s->K % 8 == 0))
+                run_gemm(g, p, extras[ei].M, s, mma_only);
         }
         if (mma_only) {
             run_direct(p, 147, 96, 288, 1, SWIN_ACT_NONE, 0);
@@ -258,9 +279,9 @@ int main(int argc, char **argv) {
             swin_gemm_set_fused_gelu(g, 0);
             printf("-- %s GELU layers unfused\n", swin_precision_str(p->prec));
             for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
-                if (!(quick && Ms[mi] > 1000)) run_gemm(g, p, Ms[mi], &shapes[1]);
+                if (!(quick && Ms[mi] > 1000)) run_gemm(g, p, Ms[mi], &shapes[1], 0);
             for (size_t ei = 0; ei < sizeof extras / sizeof extras[0]; ei++)
-                if (extras[ei].s.act == SWIN_ACT_GELU) run_gemm(g, p, extras[ei].M, &extras[ei].s);
+                if (extras[ei].s.act == SWIN_ACT_GELU) run_gemm(g, p, extras[ei].M, &extras[ei].s, 0);
             run_direct(p, 147, 96, 288, 1, SWIN_ACT_NONE, 0);
             run_direct(p, 5000, 384, 192, 0, SWIN_ACT_NONE, 0);
             run_direct(p, 6000, 192, 768, 1, SWIN_ACT_GELU, 0);   /* mma.sync large tiles, also on Hopper */

@@ -229,8 +229,8 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   fi
   export SWIN_TEST_QUICK=1
   # the persistent TMA GEMM (kernels/sm90/gemm_tma.cu) on every shape the tests give it, not only
-  # on outputs of 2 x SMs tiles as by default
-  export SWIN_GEMM_TMA_MIN_TILES=0
+  # on outputs of 2 x SMs tiles as by default, and on the linear layers without GELU as well
+  export SWIN_GEMM_TMA_MIN_TILES=0 SWIN_GEMM_TMA_LINEAR=1
   for t in test_gpu_attention test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact \
            test_gpu_jpeg_huff test_gpu_pipeline; do
     if [ -x "$build/tests/$t" ]; then
@@ -247,7 +247,7 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
       failed+=("$t not built")
     fi
   done
-  unset SWIN_TEST_QUICK SWIN_GEMM_TMA_MIN_TILES
+  unset SWIN_TEST_QUICK SWIN_GEMM_TMA_MIN_TILES SWIN_GEMM_TMA_LINEAR
 fi
 
 # ---- 6. summary, printed last

@@ -3,8 +3,9 @@
  *
  *   F16, BF16, E4M3, TF32   the operand types (element, bytes an element)
  *   wgmma_64x128<E>         d [64 x 128] += A (64 rows x 32 bytes of K) @ B (128 rows x 32 bytes)^T
- *   Epi, PLAIN/GELU/FP8_GELU the epilogue: + bias (16-bit: then the erf GELU); FP8: scale per
- *                           column, bias, GELU, times out_inv, to E4M3
+ *   Epi, PLAIN/GELU/FP8_GELU/RESID  the epilogue: + bias (16-bit: then the erf GELU, or + the
+ *                           residual staged at the output's place: RESID, gemm_tma.cu only);
+ *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3
  *   epi_coeffs / epi_store  a thread's column pair: its bias and scale; the pair's output value(s)
  *                           written at a byte address of the staging tile
  *
@@ -25,8 +26,9 @@ struct E4M3 { typedef uint8_t T; static constexpr int ESZ = 1; };
 struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storage, TF32 math */
 
 /* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
- * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16) */
-enum { PLAIN = 0, GELU = 1, FP8_GELU = 2 };
+ * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16); RESID (16-bit out: + bias[n]
+ * + the residual, which the caller has staged at the output's own address) */
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3 };
 struct Epi {
     const void *bias;
     const float *col_scale;
@@ -73,14 +75,20 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
     }
 }
 
-/* the outputs of accumulators a0, a1 (columns col, col + 1) at p: scale, bias, GELU in fp32,
- * rounded once to the output type (2, 4 or 8 bytes) */
+/* the outputs of accumulators a0, a1 (columns col, col + 1) at p: scale, bias, GELU or the
+ * residual read from p in fp32, rounded once to the output type (2, 4 or 8 bytes) */
 template <class E, int EPI>
 __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
     typedef typename E::T T;
+    constexpr bool gelu = EPI == GELU || EPI == FP8_GELU;
     float v0 = fmaf(a0, cs.x, b.x), v1 = fmaf(a1, cs.y, b.y);
-    if (EPI != PLAIN && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
-    else if (EPI != PLAIN) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
+    if (gelu && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
+    else if (gelu) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
+    if constexpr (EPI == RESID) {
+        static_assert(E::ESZ == 2, "RESID: 16-bit outputs");
+        const float2 r = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
+        v0 += r.x, v1 += r.y;
+    }
     if constexpr (EPI == FP8_GELU)
         *reinterpret_cast<uint16_t *>(p) = (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
     else if constexpr (E::ESZ == 4)

@@ -3,6 +3,7 @@
  *
  *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])              fp16 / bf16 (act: none, GELU)
  *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
+ *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)        fp16 / bf16 (RESID)
  *
  * Why: gemm_wgmma.cu's CTA copies its k-tiles itself (cp.async, every thread, address arithmetic
  * a large share of its instructions) and runs copy wait, MMAs and epilogue in turn; at fc1's
@@ -22,6 +23,9 @@
  *     rows of it (wgmma.m64n128 per 64 rows and 32-byte k step: 64 fp32 accumulators a thread
  *     with WPT 2, 128 with WPT 1); each warpgroup's warps release each slot (4 WPT arrivals)
  *     once the MMAs that read it have completed (wait_group 1 keeps one k-tile's MMAs in flight).
+ *     A last k-tile whose data end in its first half (K = 96 in 16 bits) runs only that half's
+ *     MMAs (TAIL2: Swin-T's stage-1 fc1 0.760 -> 0.732 ms at batch 256 on an H100;
+ *     SWIN_GEMM_TMA_TAIL=0 runs them all, on the zeros TMA fills past K, for comparison).
  *     A team's k-tiles are the ring's entries j KT .. j KT + KT - 1 for its j-th tile, so the slot
  *     and phase follow from j. The teams' k-loops take turns (an mbarrier each: "your turn"),
  *     which also keeps every wait on a ring slot within one phase of the slot's state (mbarrier
@@ -31,7 +35,10 @@
  *     128 / WPT rows x 128 bytes; conflict-free 4-byte stores: the 8 rows a warp writes land in 8
  *     different chunks), then one thread stores the boxes with TMA (parts past M or N are not
  *     written) and the next tile's MMAs start; its next epilogue waits until those stores have
- *     read the staging rows.
+ *     read the staging rows. RESID: at the start of each tile one thread of the warpgroup waits
+ *     for those stores to have read the staging rows, then loads the residual's rows of the tile
+ *     into them with TMA (an mbarrier a warpgroup, one phase a tile); the epilogue waits for it
+ *     and each thread adds the residual at the place it writes its output (epi_store).
  * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB).
  * Threads and registers: 544 (WPT 2), 65536 / 544 leaves 120 a thread (ptxas: 96); 288 (WPT 1),
  * 224 a thread (ptxas: 168).
@@ -50,6 +57,13 @@
  * in one run, 1 takes one warpgroup a team (128 accumulators a thread; 2, two warpgroups of 64
  * rows each, the default), SWIN_GEMM_TMA_MIN_TILES=N moves the threshold (0: every shape, as
  * the tests run it). TF32 (fp32 outputs: staging twice the size) stays on the cp.async kernel.
+ * The linear layers without GELU (qkv, proj, fc2 + residual, the reductions: RESID or PLAIN)
+ * take it only with SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c): on Swin's shapes cuBLASLt is
+ * faster. H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
+ * qkv 1.445 / 1.612 (stage 1, K 96, N 288: 0.521 / 0.670, a third of each tile's columns past
+ * N), proj 0.661 / 0.637, fc2 + residual 1.803 / 1.971 (stage 3, K 1536: 0.636 / 0.712, the
+ * mainloop of one 128 x 128 tile at a time short of cuBLASLt's), end to end 24,160 / 23,320
+ * img/s; SwinV2-T and Swin-B 384 alike.
  * Test: tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.
@@ -59,6 +73,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <type_traits>
 
 #include "common.cuh"
 #include "sm90/gemm_sm90.cuh"
@@ -76,7 +92,8 @@ constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 5, TEAMS = 2;
 static_assert(TEAMS == 2, "the teams take turns in pairs (team ^ 1)");
 constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
 constexpr int OUT_TILE = BM * BN * 2;   /* a team's staging (16-bit out; E4M3 uses half) */
-constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + TEAMS * OUT_TILE + (2 * STAGES + TEAMS) * 8 + 1024;
+constexpr int MAX_WG = 2 * TEAMS;        /* consumer warpgroups (WPT 2) */
+constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + TEAMS * OUT_TILE + (2 * STAGES + TEAMS + MAX_WG) * 8 + 1024;
 /* WPT warpgroups a team (1 or 2): each takes 128 / WPT rows of the team's tile */
 template <int WPT> constexpr int threads() { return TEAMS * WPT * 128 + 32; }
 
@@ -87,10 +104,11 @@ __device__ __forceinline__ uint32_t box_off(int r, int b) {
     return (uint32_t)((b >> 7) * (R * 128) + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4) + (b & 15));
 }
 
-template <class E, int EPI, int WPT>
+template <class E, int EPI, int WPT, bool TAIL2>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
-                const __grid_constant__ CUtensorMap map_out, Epi ep, int N, int KT, int tiles, int tiles_n) {
+                const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
+                int KT, int tiles, int tiles_n) {
     constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
     constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
@@ -99,10 +117,12 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
     const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
     const uint32_t order = empty + 8 * STAGES;   /* order + 8 T: team T may start its next tile's k-loop */
+    const uint32_t res = order + 8 * TEAMS;      /* res + 8 wg (RESID): warpgroup wg's residual rows landed */
     const int tid = threadIdx.x, wg = tid >> 7;
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 4 * WPT);
         for (int w = 0; w < TEAMS; w++) mbar_init(order + 8 * w, WPT);
+        for (int w = 0; w < CONSUMERS; w++) mbar_init(res + 8 * w, 1);
         mbar_fence_init();
     }
     __syncthreads();
@@ -130,10 +150,22 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     const int lane = tid & 31, wq = (tid >> 5) & 3, ctid = tid & 127;
     const uint32_t my_out = s_out + team * OUT_TILE + sub * (OUT_TILE / WPT);
     unsigned char *stage = smem_raw + (my_out - smem_addr(smem_raw));
-    if (ctid == 0) tma_prefetch_map(&map_out);
+    if (ctid == 0) {
+        tma_prefetch_map(&map_out);
+        if (EPI == RESID) tma_prefetch_map(&map_res);
+    }
     unsigned turn = 0;   /* waits on order + 8 team so far */
     for (int t = blockIdx.x + team * gridDim.x, j = team; t < tiles; t += TEAMS * gridDim.x, j += TEAMS) {
         const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
+        if (EPI == RESID && ctid == 0) {
+            /* the residual's rows of this tile into the staging rows, where the epilogue adds
+             * them in place, once the previous tile's stores have read them */
+            bulk_wait_read();
+            mbar_expect_tx(res + 8 * wg, OUT_TILE / WPT);
+#pragma unroll
+            for (int bx = 0; bx < BOXES; bx++)
+                tma_load_2d(my_out + bx * RW * 128, &map_res, n0 + bx * (128 / OSZ), m0 + sub * RW, res + 8 * wg);
+        }
         /* the teams' k-loops take turns, tile j after tile j - 1's (the other team's) has waited
          * for all its k-tiles: so every ring entry before this tile's first has landed, and each
          * full-barrier wait below is for the phase after the last completed one (a parity wait
@@ -145,13 +177,14 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 #pragma unroll
             for (int i = 0; i < 64; i++) d[mi][i] = 0.0f;
         unsigned it = (unsigned)j * KT;
-        for (int kt = 0; kt < KT; kt++, it++) {
+        /* k-tile kt (ring entry it) in NKS steps of 32 bytes of K (descriptors + 2 a step) */
+        auto k_tile = [&](int kt, auto nks) {
             const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
             mbar_wait(full + 8 * s, (it / STAGES) & 1);
             const uint64_t da = sw128_desc(sa + sub * RW * ROW), db = sw128_desc(sa + TILE_A);
             wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < ROW / 32; ks++)   /* 32 bytes of K a step: descriptor + 2 */
+            for (int ks = 0; ks < decltype(nks)::value; ks++)
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++) wgmma_64x128<E>(d[mi], da + (mi * 64 * ROW >> 4) + 2 * ks, db + 2 * ks);
             wgmma_commit();
@@ -159,14 +192,25 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                 wgmma_wait<1>();
                 if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
             }
-        }
+            it++;
+        };
+        for (int kt = 0; kt < KT - 1; kt++) k_tile(kt, std::integral_constant<int, ROW / 32>());
+        /* the last k-tile: TAIL2, its half within K only (K = 96 in 16 bits: 3 of 4 k-tile
+         * halves hold data); else all of it, zero-filled past K */
+        if constexpr (TAIL2) k_tile(KT - 1, std::integral_constant<int, ROW / 64>());
+        else k_tile(KT - 1, std::integral_constant<int, ROW / 32>());
         if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
         wgmma_wait<0>();
         if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
 
-        /* epilogue: the previous tile's stores have read the staging rows */
-        if (ctid == 0) bulk_wait_read();
-        named_sync(1 + wg, 128);
+        /* epilogue: the previous tile's stores have read the staging rows (RESID: and the
+         * residual has landed in them; each thread then reads and writes its own elements) */
+        if constexpr (EPI == RESID) {
+            mbar_wait(res + 8 * wg, (j >> 1) & 1);   /* this warpgroup's (j / 2)-th residual load */
+        } else {
+            if (ctid == 0) bulk_wait_read();
+            named_sync(1 + wg, 128);
+        }
         const int r_lo = wq * 16 + (lane >> 2);
 #pragma unroll
         for (int jn = 0; jn < BN / 8; jn++) {
@@ -229,23 +273,35 @@ swin_status make_map(CUtensorMap *map, const char *op, const char *what, const v
     return SWIN_OK;
 }
 
+/* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
+bool tail_on(void) {
+    static const bool on = [] {
+        const char *v = getenv("SWIN_GEMM_TMA_TAIL");
+        return !v || strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
 template <class E, int EPI, int WPT>
-swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
-                       cudaStream_t st) {
+swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, const void *residual, Epi ep, int M,
+                       int K, int N, cudaStream_t st) {
     constexpr int OSZ = out_size<E, EPI>();
-    CUtensorMap map_in, map_w, map_out;
+    CUtensorMap map_in, map_w, map_out, map_res;
     SWIN_TRY(make_map(&map_in, op, "in", in, M, K, E::ESZ, BM));
     SWIN_TRY(make_map(&map_w, op, "w", w, N, K, E::ESZ, BN));
     SWIN_TRY(make_map(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
+    if (EPI == RESID) SWIN_TRY(make_map(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
+    else map_res = map_out;   /* unread */
     int sms = 0;
     SWIN_TRY(swin_device_sms(&sms));
     const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
-    SWIN_CUDA_TRY(cudaFuncSetAttribute(gemm_tma_kernel<E, EPI, WPT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)SMEM));
+    const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
+    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true> : gemm_tma_kernel<E, EPI, WPT, false>;
+    SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-    swin_launch(gemm_tma_kernel<E, EPI, WPT>, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, ep, N,
-                KT, tiles, tiles_n);
+    swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
+                tiles_n);
     SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
     return SWIN_OK;
 }
@@ -262,9 +318,9 @@ int tma_mode(void) {
 
 template <class E, int EPI>
 swin_status launch(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
-                   cudaStream_t st) {
-    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, ep, M, K, N, st)
-                           : launch_wpt<E, EPI, 2>(op, out, in, w, ep, M, K, N, st);
+                   cudaStream_t st, const void *residual = NULL) {
+    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, residual, ep, M, K, N, st)
+                           : launch_wpt<E, EPI, 2>(op, out, in, w, residual, ep, M, K, N, st);
 }
 
 /* the fewest output tiles that take this kernel: SWIN_GEMM_TMA_MIN_TILES, else (-1) two a CTA */
@@ -307,4 +363,18 @@ extern "C" swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t
                                                   int K, int N, cudaStream_t st) {
     const Epi ep = {bias, col_scale, out_inv};
     return launch<E4M3, FP8_GELU>("swin_gemm_tma_fp8_gelu_cuda", out_q, in_q, w_q, ep, M, K, N, st);
+}
+
+extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
+                                                 const void *residual, int M, int K, int N, swin_dtype dt,
+                                                 cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_linear_cuda";
+    if (!residual) return swin_gemm_tma_cuda(out, in, w, bias, M, K, N, SWIN_ACT_NONE, dt, st);
+    if (((uintptr_t)residual & 15u) || residual == in || residual == w)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the residual (%p) must be 16-byte aligned and not an input", op,
+                         residual);
+    const Epi ep = {bias, NULL, 1.0f};
+    if (dt == SWIN_DT_F16) return launch<F16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
+    if (dt == SWIN_DT_BF16) return launch<BF16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
 }

@@ -17,6 +17,10 @@ int swin_gemm_tma_wanted(int M, int N);
 /* fp16 / bf16: out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]), act none or GELU */
 swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                swin_act act, swin_dtype dt, cudaStream_t st);
+/* fp16 / bf16 linear layers: out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N],
+ * 16-byte aligned, may be out itself but not an input) */
+swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias, const void *residual,
+                                      int M, int K, int N, swin_dtype dt, cudaStream_t st);
 /* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv) (gemm.h) */
 swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
                                         const void *bias, float out_inv, int M, int K, int N, cudaStream_t st);

@@ -247,6 +247,27 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
     return gelu ? launch<TF32, GELU>(out, in, w, ep, M, K, N, st) : launch<TF32, PLAIN>(out, in, w, ep, M, K, N, st);
 }
 
+extern "C" int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
+                                               const void *w, const void *bias, const void *residual) {
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) &&
+           !((uintptr_t)residual & 15u) && residual != in && residual != w && out != in && out != w &&
+           swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+}
+
+extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
+                                                   const void *residual, int M, int K, int N, swin_dtype dt,
+                                                   cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_linear_cuda";
+    if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
+    if (!swin_gemm_wgmma_linear_supports(dt, M, K, N, out, in, w, bias, residual))
+        return swin_fail(SWIN_ERR_UNSUPPORTED,
+                         "%s: needs a GPU of compute capability 9.0, fp16 or bf16, K and N multiples of 8, out, in, w "
+                         "and the residual 16-byte aligned, out and the residual apart from the inputs, and an output "
+                         "of enough 128 x 128 tiles for the persistent kernel (M %d, K %d, N %d)",
+                         op, M, K, N);
+    return swin_gemm_tma_linear_cuda(out, in, w, bias, residual, M, K, N, dt, st);
+}
+
 extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
                                                     const float *col_scale, const void *bias, float out_inv, int M,
                                                     int K, int N, cudaStream_t st) {
