@@ -28,6 +28,7 @@
 
 #include "gemm.h"
 #include "gpu_testutil.h"
+#include "internal.h"
 #include "layers.h"
 #include "testutil.h"
 
@@ -115,9 +116,9 @@ static void run_gemm(swin_gemm *g, const gprec *p, int M, const gshape *s, int o
     if (s->res == RES_IN_PLACE) tg_upload(&dout, res), residual = dout.p;
     else tg_poison(&dout);
     if (s->res == RES_SEPARATE) tg_upload(&dres, res), residual = dres.p;
-    const char *lin = getenv("SWIN_GEMM_TMA_LINEAR");
-    if (ours_only && s->act == SWIN_ACT_NONE && (!lin || !*lin || !strcmp(lin, "0") ||
-        !swin_gemm_wgmma_linear_supports((swin_dtype)p->dt, M, K, N, dout.p, din.p, dw.p, db.p, residual)))
+    if (ours_only && s->act == SWIN_ACT_NONE &&
+        (!swin_env_on("SWIN_GEMM_TMA_LINEAR", 0) ||
+         !swin_gemm_wgmma_linear_supports((swin_dtype)p->dt, M, K, N, dout.p, din.p, dw.p, db.p, residual)))
         goto done;
     swin_status st = swin_linear_cuda(dout.p, din.p, dw.p, s->bias ? db.p : NULL, residual, M, K, N, s->act, g, 0);
     int ok = CHECK(st == SWIN_OK, "%s: status %s: %s", name, swin_status_str(st), swin_last_error());

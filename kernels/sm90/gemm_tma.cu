@@ -200,7 +200,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         if constexpr (TAIL2) k_tile(KT - 1, std::integral_constant<int, ROW / 64>());
         else k_tile(KT - 1, std::integral_constant<int, ROW / 32>());
         if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
-        wgmma_wait<0>();
+        wgmma_wait_all();
         if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
 
         /* epilogue: the previous tile's stores have read the staging rows (RESID: and the
@@ -275,10 +275,7 @@ swin_status make_map(CUtensorMap *map, const char *op, const char *what, const v
 
 /* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
 bool tail_on(void) {
-    static const bool on = [] {
-        const char *v = getenv("SWIN_GEMM_TMA_TAIL");
-        return !v || strcmp(v, "0") != 0;
-    }();
+    static const bool on = swin_env_on("SWIN_GEMM_TMA_TAIL", 1);
     return on;
 }
 
