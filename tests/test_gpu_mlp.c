@@ -1,14 +1,15 @@
-/* test_gpu_mlp.c - the MLP as one kernel (swin_mlp_wgmma_cuda, kernels/sm90/mlp_wgmma.cu) against
+/* test_gpu_mlp.c - the MLP as one kernel (swin_mlp_wgmma_cuda: kernels/sm90/mlp_tma.cu's persistent
+ * TMA kernel for H = 4 C, mlp_wgmma.cu's cp.async kernel for other H or with SWIN_MLP_TMA=0) against
  * the CPU layers: out = fc2(round(gelu(fc1(in)))) (+ residual), the hidden rounded to the data type
  * as the kernel keeps it, in fp16 and bf16; and against the two GEMMs it replaces on the GPU
  * (swin_linear_cuda: fc1 with the GELU, then fc2 with the residual). Widths C 96, 128, 192 (Swin-T
  * stages 1-2, Swin-B stage 1), hidden 4C and other multiples of 128 (one chunk; not 4C), M
- * below, at and past the 128-token tile, partial last tiles; residual none, in place (out ==
- * res) and separate; biases on and off. Outputs NaN-poisoned and guarded; argument and shape
+ * below, at and past the 128-token tile, partial last tiles, more tiles than SMs; residual none,
+ * in place (out == res) and separate; biases on and off. Outputs NaN-poisoned and guarded; argument and shape
  * refusals checked. On a GPU without wgmma (compute capability other than 9.0) only the refusal
  * is checked, and said so.
  * Tolerances relative to max|ref|: fp16 2e-3, bf16 1.6e-2 (gpu_testutil.h, as test_gpu_gemm).
- * Run: test_gpu_mlp <source dir>; SWIN_TEST_QUICK=1 drops M = 6272, =2 also the comparison with
+ * Run: test_gpu_mlp <source dir>; SWIN_TEST_QUICK=1 drops M > 5000, =2 also the comparison with
  * the two GEMMs (for compute-sanitizer's racecheck); exits 77 without a GPU.
  */
 #include <math.h>
@@ -35,6 +36,8 @@ static const mcase cases[] = {
     {1000, 96, 384, 1, RES_IN_PLACE}, {777, 192, 768, 1, RES_IN_PLACE}, {300, 192, 768, 0, RES_NONE},
     {513, 128, 128, 1, RES_IN_PLACE}, {200, 96, 256, 0, RES_SEPARATE},  {6272, 96, 384, 1, RES_IN_PLACE},
     {6272, 192, 768, 1, RES_NONE},
+    /* more tiles than SMs: the persistent TMA kernel's CTAs take several (ring phases wrap) */
+    {40001, 96, 384, 1, RES_IN_PLACE}, {36000, 192, 768, 1, RES_SEPARATE}, {20000, 128, 512, 0, RES_NONE},
 };
 
 static void run_case(const mcase *k, int dt, swin_gemm *g, int ours_only) {

@@ -47,9 +47,8 @@
  * Ordering: TMA writes and wgmma reads are both async-proxy operations ordered by the mbarriers;
  * the staging tile is written by the generic proxy, so each thread fences (fence.proxy.async)
  * before the warpgroup barrier after which the TMA store reads it.
- * Tensor maps are encoded on the host for each call (cuTensorMapEncodeTiled, taken from the
- * driver through the runtime: no link to libcuda) and passed as __grid_constant__ parameters; a
- * captured CUDA graph keeps them with the launch.
+ * Tensor maps are encoded on the host for each call (tma_map.h) and passed as __grid_constant__
+ * parameters; a captured CUDA graph keeps them with the launch.
  * Selection: swin_gemm_wgmma_cuda and swin_gemm_wgmma_fp8_gelu_cuda (gemm_wgmma.cu) call this
  * kernel for outputs of at least two tiles a CTA (2 x SMs; fewer leave a team idle; on an H100
  * Swin-T at batch 8 was within noise with any threshold) unless the environment says
@@ -68,8 +67,6 @@
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.
  */
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +76,7 @@
 #include "common.cuh"
 #include "sm90/gemm_sm90.cuh"
 #include "sm90/gemm_tma.h"
+#include "sm90/tma_map.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_tma.cu is built for sm_90a only (CMakeLists.txt)"
@@ -237,42 +235,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     if (ctid == 0) bulk_wait();
 }
 
-// ---- tensor maps
-
-typedef PFN_cuTensorMapEncodeTiled_v12000 encode_fn;
-
-/* cuTensorMapEncodeTiled from the driver (NULL when it has none) */
-encode_fn tensor_map_encoder(void) {
-    static const encode_fn fn = []() -> encode_fn {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess)
-            return (void)cudaGetLastError(), (encode_fn)NULL;
-        return (encode_fn)p;
-    }();
-    return fn;
-}
-
-/* the map of a row-major [rows, cols] matrix of esz-byte elements read or written in boxes of
- * box_rows rows x 128 bytes, 128-byte swizzled */
-swin_status make_map(CUtensorMap *map, const char *op, const char *what, const void *p, int rows, int cols, int esz,
-                     int box_rows) {
-    const encode_fn enc = tensor_map_encoder();
-    if (!enc) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: the CUDA driver has no cuTensorMapEncodeTiled", op);
-    const CUtensorMapDataType type = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * esz};
-    const cuuint32_t box[2] = {(cuuint32_t)(128 / esz), (cuuint32_t)box_rows}, step[2] = {1, 1};
-    /* bf16 is described as fp16: the map only moves bytes (no out-of-bounds NaN fill asked) */
-    const CUresult r = enc(map, type, 2, const_cast<void *>(p), dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return swin_fail(SWIN_ERR_CUDA, "%s: cuTensorMapEncodeTiled failed (%d) for %s [%d, %d] at %p", op, (int)r, what,
-                         rows, cols, p);
-    return SWIN_OK;
-}
-
 /* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
 bool tail_on(void) {
     static const bool on = swin_env_on("SWIN_GEMM_TMA_TAIL", 1);
@@ -284,10 +246,10 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
                        int K, int N, cudaStream_t st) {
     constexpr int OSZ = out_size<E, EPI>();
     CUtensorMap map_in, map_w, map_out, map_res;
-    SWIN_TRY(make_map(&map_in, op, "in", in, M, K, E::ESZ, BM));
-    SWIN_TRY(make_map(&map_w, op, "w", w, N, K, E::ESZ, BN));
-    SWIN_TRY(make_map(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
-    if (EPI == RESID) SWIN_TRY(make_map(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
+    SWIN_TRY(swin_tma_map_2d(&map_in, op, "in", in, M, K, E::ESZ, BM));
+    SWIN_TRY(swin_tma_map_2d(&map_w, op, "w", w, N, K, E::ESZ, BN));
+    SWIN_TRY(swin_tma_map_2d(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
+    if (EPI == RESID) SWIN_TRY(swin_tma_map_2d(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
     else map_res = map_out;   /* unread */
     int sms = 0;
     SWIN_TRY(swin_device_sms(&sms));
@@ -333,7 +295,7 @@ int min_tiles(void) {
 } // namespace
 
 extern "C" int swin_gemm_tma_wanted(int M, int N) {
-    if (tma_mode() == 0 || tensor_map_encoder() == NULL) return 0;
+    if (tma_mode() == 0 || !swin_tma_available()) return 0;
     int least = min_tiles(), sms = 0;
     if (least < 0) {
         if (swin_device_sms(&sms) != SWIN_OK) return 0;

@@ -4,9 +4,10 @@
  *   out [M, C] = gelu(in [M, C] @ w1 [H, C]^T + b1 [H]) @ w2 [C, H]^T + b2 [C] (+ res [M, C])
  *
  * fp16 / bf16, fp32 accumulation, the hidden rounded to the data type after the erf GELU
- * (swin_gelu_erf16, common.cuh, as gemm_wgmma.cu's fc1 stores it), bias and residual added in fp32 and rounded once. It replaces fc1
- * + GELU (gemm_wgmma.cu) and fc2 (cuBLASLt): the hidden's round trip through memory (4C values a
- * token written and read back) and fc2's own launch are gone.
+ * (swin_gelu_erf16, common.cuh, as gemm_wgmma.cu's fc1 stores it), bias and residual added in
+ * fp32 and rounded once. It replaces fc1 + GELU (gemm_wgmma.cu) and fc2 (cuBLASLt): the hidden's
+ * round trip through memory (4C values a token written and read back) and fc2's own launch are
+ * gone.
  *
  * Kernel: a CTA of two warpgroups takes 128 tokens (64 rows each) and walks the hidden in chunks
  * of HC features. Per chunk h, two steps over the same shared memory:
@@ -31,14 +32,20 @@
  * (copy wait, fc1, GELU, fc2) do not overlap (at C 96, two CTAs an SM, it breaks even). Next: warp-specialised producer (TMA) and two consumer
  * warpgroups alternating GELU and wgmma (FlashAttention-3's ping-pong), or the hidden chunk's
  * GELU spread over more warps.
- * Test: tests/test_gpu_mlp.c (against the host, and against fc1 + GELU then fc2); the full-size
- * models of tools/gpu_check.sh through the engine (SWIN_MLP_ONE_KERNEL=2).
+ * Since then: swin_mlp_wgmma_cuda hands H = 4 C to mlp_tma.cu's persistent TMA kernel (its GELU
+ * overlapping its MMAs; its header has the measurements) unless SWIN_MLP_TMA=0; this kernel keeps
+ * the other H and that switch, so that the two are measured in one run.
+ * Test: tests/test_gpu_mlp.c (against the host, and against fc1 + GELU then fc2; this kernel in
+ * test_gpu_mlp_cpasync); the full-size models of tools/gpu_check.sh through the engine
+ * (SWIN_MLP_ONE_KERNEL=2).
  */
 #include <limits.h>
 #include <stdint.h>
 
 #include "common.cuh"
 #include "gemm.h"
+#include "sm90/mlp_tma.h"
+#include "sm90/tma_map.h"
 #include "sm90/wgmma.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -63,26 +70,6 @@ template <int C> struct Shape {
     static constexpr size_t SMEM = (size_t)X + SLOTS * SLOT + 2 * HID + 1024;   /* + room to align */
 };
 
-/* d [N / 2 a thread] (=, or += when acc) A (64 x 16, descriptor da) @ B (N x 16, db)^T */
-template <typename T, int N> __device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db, int acc);
-#define MLP_MMA(T, TS, N, REGS, DOPS, IA, IB, IP)                                                              \
-    template <> __device__ __forceinline__ void mma<T, N>(float *d, uint64_t da, uint64_t db, int acc) {       \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\n"                                          \
-                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " REGS ", %" IA ", %" IB   \
-                     ", p, 1, 1, 0, 0;\n}\n"                                                                   \
-                     : DOPS                                                                                    \
-                     : "l"(da), "l"(db), "r"(acc));                                                            \
-    }
-MLP_MMA(__half, "f16", 64, WG_REGS32, WG_D32, "32", "33", "34")
-MLP_MMA(__half, "f16", 96, WG_REGS48, WG_D48, "48", "49", "50")
-MLP_MMA(__half, "f16", 128, WG_REGS64, WG_D64, "64", "65", "66")
-MLP_MMA(__half, "f16", 192, WG_REGS96, WG_D96, "96", "97", "98")
-MLP_MMA(__nv_bfloat16, "bf16", 64, WG_REGS32, WG_D32, "32", "33", "34")
-MLP_MMA(__nv_bfloat16, "bf16", 96, WG_REGS48, WG_D48, "48", "49", "50")
-MLP_MMA(__nv_bfloat16, "bf16", 128, WG_REGS64, WG_D64, "64", "65", "66")
-MLP_MMA(__nv_bfloat16, "bf16", 192, WG_REGS96, WG_D96, "96", "97", "98")
-#undef MLP_MMA
-
 /* Copy rows r0 .. r0 + R (clamped to rows - 1) by elements c0 .. c0 + 64 P of a row-major matrix
  * (ld elements a row) into P swizzled panels of R rows at shared address s, panel p at s + 128 R
  * p; elements from c0 + cols on are zero-filled. Consecutive threads take consecutive 16-byte
@@ -98,15 +85,6 @@ __device__ __forceinline__ void load_panels(uint32_t s, const T *g, int r0, int 
         const T *src = g + (size_t)min(r0 + r, rows - 1) * ld + c0 + (ok ? c : 0);
         cp_async16_s(s + p * R * 128 + swz(r, ch), src, ok);
     }
-}
-
-__device__ __forceinline__ void st_shared_u32(uint32_t a, uint32_t v) {
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
-}
-
-template <typename T>
-__device__ __forceinline__ float2 load_pair(const T *p) {   /* two elements, 4-byte aligned */
-    return unpack2<T>(__ldg(reinterpret_cast<const unsigned *>(p)));
 }
 
 template <typename T, int C>
@@ -159,7 +137,7 @@ mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, con
 #pragma unroll
                 for (int ks = 0; ks < 4; ks++)
                     if (p * 64 + ks * 16 < C)
-                        mma<T, HC>(acc1, sw128_desc(sx + (p * BM + wg * 64) * 128) + 2 * ks,
+                        wgmma_ss<T, HC>(acc1, sw128_desc(sx + (p * BM + wg * 64) * 128) + 2 * ks,
                                    sw128_desc(s + p * HC * 128) + 2 * ks, p | ks);
             wgmma_commit();
             wgmma_wait_all();
@@ -184,33 +162,15 @@ mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, con
             for (int p = 0; p < HC / 64; p++)
 #pragma unroll
                 for (int ks = 0; ks < 4; ks++)
-                    mma<T, C>(acc2, sw128_desc(hid + p * 64 * 128) + 2 * ks, sw128_desc(s + p * C * 128) + 2 * ks,
+                    wgmma_ss<T, C>(acc2, sw128_desc(hid + p * 64 * 128) + 2 * ks, sw128_desc(s + p * C * 128) + 2 * ks,
                               h | p | ks);
             wgmma_commit();
             wgmma_wait_all();
         }
     }
 
-    /* out = acc2 + b2 (+ res), rounded once; res may be out itself (each element read, then
-     * written, by one thread) */
-    const int r0 = m0 + wg * 64 + wq * 16 + (lane >> 2);
-#pragma unroll
-    for (int j = 0; j < C / 8; j++) {
-        const int c = 8 * j + 2 * (lane & 3);
-        const float2 b = b2 ? load_pair(b2 + c) : make_float2(0.0f, 0.0f);
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            const int row = r0 + 8 * hh;
-            if (row >= M) continue;
-            const size_t o = (size_t)row * C + c;
-            float v0 = acc2[4 * j + 2 * hh] + b.x, v1 = acc2[4 * j + 2 * hh + 1] + b.y;
-            if (res) {
-                const float2 q = unpack2<T>(*reinterpret_cast<const unsigned *>(res + o));
-                v0 += q.x, v1 += q.y;
-            }
-            *reinterpret_cast<unsigned *>(out + o) = pack2<T>(v0, v1);
-        }
-    }
+    /* out = acc2 + b2 (+ res), rounded once */
+    store_rows<T, C>(out, acc2, b2, res, m0 + wg * 64 + wq * 16 + (lane >> 2), M, lane);
 }
 
 template <typename T, int C>
@@ -233,6 +193,13 @@ swin_status launch_c(void *out, const void *in, const void *w1, const void *b1, 
     case 128: return launch<T, 128>(out, in, w1, b1, w2, b2, res, M, H, st);
     default: return launch<T, 192>(out, in, w1, b1, w2, b2, res, M, H, st);
     }
+}
+
+/* SWIN_MLP_TMA=0: this file's kernel instead of mlp_tma.cu's (also where the driver encodes no
+ * tensor maps), so that the two are measured in one run */
+bool tma_on(void) {
+    static const bool on = swin_env_on("SWIN_MLP_TMA", 1) && swin_tma_available();
+    return on;
 }
 
 } // namespace
@@ -261,6 +228,7 @@ extern "C" swin_status swin_mlp_wgmma_cuda(void *out, const void *in, const void
                          op, HC_MAX, (int)dt, M, C, H);
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
+    if (tma_on() && swin_mlp_tma_supports(M, C, H)) return swin_mlp_tma_cuda(out, in, w1, b1, w2, b2, res, M, C, H, dt, st);
     if (dt == SWIN_DT_F16) return launch_c<__half>(out, in, w1, b1, w2, b2, res, M, C, H, st);
     return launch_c<__nv_bfloat16>(out, in, w1, b1, w2, b2, res, M, C, H, st);
 }

@@ -1,16 +1,22 @@
 /* wgmma.cuh - Hopper's warpgroup MMA (wgmma) and what feeds it, shared by the sm_90a kernels
- * (gemm_wgmma.cu, mlp_wgmma.cu):
+ * (gemm_wgmma.cu, gemm_tma.cu, mlp_wgmma.cu, mlp_tma.cu):
  *
  *   swz / sw128_desc      the 128-byte swizzled K-major tile layout and its matrix descriptor
  *   cp_async16_s          16-byte cp.async to a shared-window address (zero-fill when invalid)
+ *   st_shared_u32         a 4-byte store to a shared-window address
+ *   prefetch_l2           a global line into L2
  *   fence_proxy_async     generic-proxy shared writes -> visible to wgmma (async proxy)
  *   wgmma_fence / commit / wait_all
  *   wgmma_wait<N>         wait until at most N committed groups are pending
+ *   wgmma_ss<T, N>        d [64 x N] (+)= A (64 x 16) @ B (N x 16)^T, 16-bit operands in shared memory
  *   WG_D8, WG_REGS_N      accumulator operand lists for the inline PTX
+ *   store_rows<T, N>      a thread's part of an m64nN accumulator + bias (+ residual) to global rows
  *   mbar_*                shared-memory barriers (mbarrier): init, arrive, expect bytes, wait
  *                         for a phase's parity
  *   tma_load_2d / tma_store_2d / bulk_*   the Tensor Memory Accelerator's 2-D tile copies
  *                         (cp.async.bulk.tensor) and their store groups
+ *   named_sync            a barrier of some warps
+ *   setmaxnreg_dec / _inc a warpgroup's register budget (warp-specialised kernels)
  *
  * Layout: a K-major operand tile stores row r (128 bytes of K: 64 16-bit, 128 E4M3 or 32 fp32
  * values) at byte 128 r, its 16-byte chunk c at chunk c ^ (r % 8); 8-row atoms of 1024 bytes,
@@ -38,6 +44,14 @@ __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, bool
  * 8-row groups 1024 bytes apart */
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t a) {
     return (uint64_t)((a & 0x3FFFF) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+/* the 128-byte line at p into L2 (no registers, nothing waits for it) */
+__device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
+/* a 4-byte store to a shared-window address */
+__device__ __forceinline__ void st_shared_u32(uint32_t a, uint32_t v) {
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -95,6 +109,15 @@ __device__ __forceinline__ void named_sync(int id, int nthreads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
 }
 
+/* the registers a thread of this warpgroup may use from here on (every thread of the warpgroup
+ * executes it): dec gives registers back, inc waits until it can take them */
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+
 /* "+f" operands of accumulators d[i .. i + 7] */
 #define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
                  "+f"(d[i + 6]), "+f"(d[i + 7])
@@ -110,5 +133,52 @@ __device__ __forceinline__ void named_sync(int id, int nthreads) {
 #define WG_REGS64 "{" WG_R10 ", " WG_R10X(1) ", " WG_R10X(2) ", " WG_R10X(3) ", " WG_R10X(4) ", " WG_R10X(5) ", %60, %61, %62, %63}"
 #define WG_REGS96 "{" WG_R10 ", " WG_R10X(1) ", " WG_R10X(2) ", " WG_R10X(3) ", " WG_R10X(4) ", " WG_R10X(5) ", " WG_R10X(6) \
                   ", " WG_R10X(7) ", " WG_R10X(8) ", %90, %91, %92, %93, %94, %95}"
+
+/* d [N / 2 a thread] (=, or += when acc is not 0) A (64 x 16, descriptor da) @ B (N x 16, db)^T,
+ * both operands in shared memory, K-major; T __half or __nv_bfloat16, N 64, 96, 128 or 192 */
+template <typename T, int N> __device__ __forceinline__ void wgmma_ss(float *d, uint64_t da, uint64_t db, int acc);
+#define WG_SS(T, TS, N, REGS, DOPS, IA, IB, IP)                                                                  \
+    template <> __device__ __forceinline__ void wgmma_ss<T, N>(float *d, uint64_t da, uint64_t db, int acc) {    \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " REGS ", %" IA ", %" IB      \
+                     ", p, 1, 1, 0, 0;\n}\n"                                                                     \
+                     : DOPS                                                                                      \
+                     : "l"(da), "l"(db), "r"(acc));                                                              \
+    }
+WG_SS(__half, "f16", 64, WG_REGS32, WG_D32, "32", "33", "34")
+WG_SS(__half, "f16", 96, WG_REGS48, WG_D48, "48", "49", "50")
+WG_SS(__half, "f16", 128, WG_REGS64, WG_D64, "64", "65", "66")
+WG_SS(__half, "f16", 192, WG_REGS96, WG_D96, "96", "97", "98")
+WG_SS(__nv_bfloat16, "bf16", 64, WG_REGS32, WG_D32, "32", "33", "34")
+WG_SS(__nv_bfloat16, "bf16", 96, WG_REGS48, WG_D48, "48", "49", "50")
+WG_SS(__nv_bfloat16, "bf16", 128, WG_REGS64, WG_D64, "64", "65", "66")
+WG_SS(__nv_bfloat16, "bf16", 192, WG_REGS96, WG_D96, "96", "97", "98")
+#undef WG_SS
+
+/* A thread's part of a [64 x N] accumulator d of wgmma m64nN (rows r0 and r0 + 8, columns
+ * 8 j + 2 (lane % 4) + {0, 1}) stored to rows of the row-major [M, N] matrix out: d + bias (+ res),
+ * in fp32, rounded once; rows from M on are not written. bias may be NULL; res may be NULL or out
+ * itself (each element read, then written, by this thread). */
+template <typename T, int N>
+__device__ __forceinline__ void store_rows(T *out, const float *d, const T *bias, const T *res, int r0, int M,
+                                           int lane) {
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) {
+        const int c = 8 * j + 2 * (lane & 3);
+        const float2 b = bias ? load_pair(bias + c) : make_float2(0.0f, 0.0f);
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int row = r0 + 8 * hh;
+            if (row >= M) continue;
+            const size_t o = (size_t)row * N + c;
+            float v0 = d[4 * j + 2 * hh] + b.x, v1 = d[4 * j + 2 * hh + 1] + b.y;
+            if (res) {
+                const float2 q = unpack2<T>(*reinterpret_cast<const unsigned *>(res + o));
+                v0 += q.x, v1 += q.y;
+            }
+            *reinterpret_cast<unsigned *>(out + o) = pack2<T>(v0, v1);
+        }
+    }
+}
 
 #endif

@@ -81,11 +81,11 @@ static int tf32_mlp_fused(const swin_engine *e) {
 }
 
 /* fp16 / bf16 with --mlp fused on Hopper, opt-in: the whole MLP in one kernel
- * (kernels/sm90/mlp_wgmma.cu, the hidden on chip) for the widths it has (C 96, 128, 192).
+ * (kernels/sm90/mlp_tma.cu, or mlp_wgmma.cu: the hidden on chip) for the widths it has (C 96, 128,
+ * 192).
  * SWIN_MLP_ONE_KERNEL (read once): unset or 0 off (fc1 + GELU and fc2 as two GEMMs), 1 where its
  * 128-token tiles fill the GPU, 2 whatever the tiles. Off by default because it is not faster yet
- * (H200, Swin-T fp16 batch 256: stage 1 1.37 ms against 1.40 for the two GEMMs, stage 2 1.22
- * against 0.79; its header says why). */
+ * than the two GEMMs (mlp_tma.cu's header has the measurements and says why). */
 static int mlp_one_kernel(const swin_engine *e, int T) {
     static int mode = -1;
     if (mode < 0) {
