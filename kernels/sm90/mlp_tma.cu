@@ -49,12 +49,16 @@
  * (two GEMMs / this kernel), SwinV2-T 19,382 / 19,539, Swin-B 384 (C 128 in stage 1) 3,367 /
  * 3,345. So it is correct but not faster yet, and the engine keeps it opt-in. ncu (stage 1, the
  * first version): 40% of the issue slots used, 2.25 warps a scheduler of which 0.56 eligible;
- * the largest stall was the bias loads right before the GELU (now loaded a step ahead, and the
- * residual prefetched into L2: 1.440 -> 1.394 ms, 1.160 -> 1.101). What is left is the GELU (14
- * instructions an element, 4C a token) on 8 warps an SM, bound by their latency: the two-GEMM
- * fc1 runs it on 16. Three consumer warpgroups (192-token tiles) spilled hundreds of bytes at
- * 160 registers a thread; C 192 spills about 100 bytes with two. Next: the GELU on warpgroups of
- * its own (the fc1 accumulators staged through shared memory), or in packed 16-bit arithmetic.
+ * long-scoreboard stalls 40% of the cycles. Loading b1 a step ahead and prefetching the residual
+ * into L2 gave 1.440 -> 1.394 and 1.160 -> 1.101 ms, but ncu then still showed 2.14 of 5.5 cycles
+ * an issue in long-scoreboard stalls (the two-GEMM fc1 on the same layer: 0.65 of 6.2, 68% of the
+ * issue slots, 4.2 warps a scheduler): the SASS showed the epilogue's residual loads each waiting
+ * behind the previous pair's store (res may be out, so the compiler kept their order), 24 round
+ * trips a thread a tile at C 96. store_rows (wgmma.cuh) now issues every load first; that build is
+ * checked in SASS only (all loads before the first store), not yet timed on a GPU. Then what is
+ * left is the GELU (14 instructions an element, 4C a token) on 8 warps an SM: the two-GEMM fc1
+ * runs it on 16. Three consumer warpgroups (192-token tiles) spilled hundreds of bytes at 160
+ * registers a thread; C 192 spills about 100 bytes with two.
  * Test: tests/test_gpu_mlp.c (this kernel by default; test_gpu_mlp_cpasync runs mlp_wgmma.cu's);
  * tools/gpu_check.sh runs the full-size models with SWIN_MLP_ONE_KERNEL=2.
  */

@@ -158,25 +158,33 @@ WG_SS(__nv_bfloat16, "bf16", 192, WG_REGS96, WG_D96, "96", "97", "98")
 /* A thread's part of a [64 x N] accumulator d of wgmma m64nN (rows r0 and r0 + 8, columns
  * 8 j + 2 (lane % 4) + {0, 1}) stored to rows of the row-major [M, N] matrix out: d + bias (+ res),
  * in fp32, rounded once; rows from M on are not written. bias may be NULL; res may be NULL or out
- * itself (each element read, then written, by this thread). */
+ * itself (each element read, then written, by this thread). Every load is issued before the first
+ * store: res may be out, so a load after a store could not be moved above it, and each pair's
+ * load waited for its own round trip (ncu: long-scoreboard stalls were half of mlp_tma.cu's). */
 template <typename T, int N>
 __device__ __forceinline__ void store_rows(T *out, const float *d, const T *bias, const T *res, int r0, int M,
                                            int lane) {
+    uint32_t bq[N / 8], rq[N / 8][2];
 #pragma unroll
     for (int j = 0; j < N / 8; j++) {
         const int c = 8 * j + 2 * (lane & 3);
-        const float2 b = bias ? load_pair(bias + c) : make_float2(0.0f, 0.0f);
+        bq[j] = bias ? __ldg(reinterpret_cast<const unsigned *>(bias + c)) : 0u;
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int row = r0 + 8 * hh;
+            rq[j][hh] = res && row < M ? *reinterpret_cast<const unsigned *>(res + (size_t)row * N + c) : 0u;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) {
+        const float2 b = unpack2<T>(bq[j]);
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             const int row = r0 + 8 * hh;
             if (row >= M) continue;
-            const size_t o = (size_t)row * N + c;
-            float v0 = d[4 * j + 2 * hh] + b.x, v1 = d[4 * j + 2 * hh + 1] + b.y;
-            if (res) {
-                const float2 q = unpack2<T>(*reinterpret_cast<const unsigned *>(res + o));
-                v0 += q.x, v1 += q.y;
-            }
-            *reinterpret_cast<unsigned *>(out + o) = pack2<T>(v0, v1);
+            const float2 q = unpack2<T>(rq[j][hh]);   /* zeros without a residual */
+            *reinterpret_cast<unsigned *>(out + (size_t)row * N + 8 * j + 2 * (lane & 3)) =
+                pack2<T>(d[4 * j + 2 * hh] + b.x + q.x, d[4 * j + 2 * hh + 1] + b.y + q.y);
         }
     }
 }
