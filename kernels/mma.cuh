@@ -75,10 +75,10 @@ template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t u) {
 template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t u) {
     return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&u));
 }
-/* two elements at p (4-byte aligned, read-only for the kernel's lifetime) as floats */
+/* the packed pair of 16-bit elements at p (4-byte aligned, read-only for the kernel's lifetime) */
 template <typename T>
-__device__ __forceinline__ float2 load_pair(const T *p) {
-    return unpack2<T>(__ldg(reinterpret_cast<const unsigned *>(p)));
+__device__ __forceinline__ uint32_t ldg_pair(const T *p) {
+    return __ldg(reinterpret_cast<const unsigned *>(p));
 }
 
 #endif

@@ -24,8 +24,9 @@
  *   two consumer warpgroups, rows 0..63 and 64..127 of the tile, the same weight chunks. For
  *     hidden chunk h (HC = 64 features), with acc1 double-buffered (a0, a1) and acc2 [64 x C] in
  *     registers for the whole walk:
- *       issue fc1(h + 1) into the other acc1            (wgmma, async; an empty group at the end)
- *       wait until fc1(h) is done (wait_group 2: fc2(h - 1) and fc1(h + 1) may still run)
+ *       issue fc1(h + 1) into the other acc1            (wgmma, async; none for the last chunk)
+ *       wait until fc1(h) is done (fc2(h - 1) and fc1(h + 1) may still run: wait_group 2, 1 for
+ *         the first and the last chunk)
  *       release w1[h], w2[h - 2] (and the token tile after the last fc1)
  *       + b1, GELU, rounded -> hidden buffer h % 2 (fc2(h - 2), its last reader, is done)
  *       warpgroup barrier; issue fc2(h): acc2 += hidden (64 x HC) @ w2[h]^T (async)
@@ -77,18 +78,17 @@
 
 namespace {
 
-/* WGS consumer warpgroups: three (192-token tiles, 160 registers a thread) spilled hundreds of
- * bytes at C 96 and 128, and C 192 has no shared memory for them */
-constexpr int HC = 64, S1 = 3, S2 = 3, PRODUCER_REGS = 24, WGS = 2;
+/* W consumer warpgroups of 64 token rows (three, 192-token tiles at 160 registers a thread,
+ * spilled hundreds of bytes at C 96 and 128, and C 192 has no shared memory for them); registers a
+ * thread after setmaxnreg: the producer warpgroup's 24, the consumers' 240 */
+constexpr int HC = 64, S1 = 3, S2 = 3, W = 2, BM = 64 * W, THREADS = (W + 1) * 128;
+constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * W <= 64512, "the register file (one CTA an SM)");
 
-/* the kernel of width C with W consumer warpgroups (64 token rows each) */
-template <int C, int W> struct Shape {
-    static constexpr int BM = 64 * W;             /* tokens a tile */
-    static constexpr int THREADS = (W + 1) * 128;
-    /* registers a consumer thread after setmaxnreg, when the producer warpgroup has given up its
-     * share (24 x 128 + R x 128 W <= 64512, a multiple of 8): W 2 240, W 3 160 */
-    static constexpr int REGS = (64512 / 128 - PRODUCER_REGS) / W / 8 * 8;
+/* the kernel of width C */
+template <int C> struct Shape {
     static constexpr int NH = 4 * C / HC;         /* hidden chunks: H = 4 C */
+    static_assert(NH % 2 == 0, "chunks in pairs (the acc1 buffers alternate)");
     static constexpr int KP = (C + 63) / 64;      /* 128-byte panels of a C-wide row */
     static constexpr int X = KP * BM * 128;       /* the token tile */
     static constexpr int W1 = KP * HC * 128;      /* w1[h]: HC rows of C */
@@ -100,13 +100,13 @@ template <int C, int W> struct Shape {
     static_assert(W2 % 1024 == 0, "slots keep the swizzle's 1024-byte atoms aligned");
 };
 
-template <typename T, int C, int W>
-__global__ void __launch_bounds__(Shape<C, W>::THREADS, 1)
+template <typename T, int C>
+__global__ void __launch_bounds__(THREADS, 1)
 mlp_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w1,
                const __grid_constant__ CUtensorMap map_w2, T *out, const T *__restrict__ b1, const T *__restrict__ b2,
                const T *res, int M) {
-    typedef Shape<C, W> S;
-    constexpr int NH = S::NH, BM = S::BM;
+    typedef Shape<C> S;
+    constexpr int NH = S::NH;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
     const uint32_t sx = s0, sw1 = sx + S::X, sw2 = sw1 + S1 * S::W1, shid = sw2 + S2 * S::W2;
@@ -159,7 +159,7 @@ mlp_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant
     }
 
     // ---- a consumer warpgroup: rows 64 wg .. 64 wg + 63 of each tile
-    setmaxnreg_inc<S::REGS>();
+    setmaxnreg_inc<CONSUMER_REGS>();
     const int lane = tid & 31, wq = (tid >> 5) & 3;
     const uint32_t xa = sx + wg * 64 * 128, hid0 = shid + wg * 2 * S::HID;
     unsigned e1 = 0, e2 = 0, ex = 0;   /* ring entries of the tiles before this one */
@@ -185,7 +185,7 @@ mlp_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant
     auto load_b1 = [&](int h) {
 #pragma unroll
         for (int j = 0; j < HC / 8; j++)
-            bq[j] = b1 ? __ldg(reinterpret_cast<const unsigned *>(b1 + h * HC + 8 * j + 2 * (lane & 3))) : 0u;
+            bq[j] = b1 ? ldg_pair(b1 + h * HC + 8 * j + 2 * (lane & 3)) : 0u;
     };
     /* hidden chunk h: cur holds fc1(h) (in flight), nxt receives fc1(h + 1). The wait counts the
      * groups after fc1(h): fc2(h - 1) unless FIRST, fc1(h + 1) unless LAST (no empty groups: ptxas
@@ -256,21 +256,20 @@ mlp_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant
     }
 }
 
-template <typename T, int C, int W>
+template <typename T, int C>
 swin_status launch(const char *op, void *out, const void *in, const void *w1, const void *b1, const void *w2,
                    const void *b2, const void *res, int M, int H, cudaStream_t st) {
-    typedef Shape<C, W> S;
-    static_assert(S::NH % 2 == 0, "chunks in pairs");
+    typedef Shape<C> S;
     CUtensorMap map_in, map_w1, map_w2;
-    SWIN_TRY(swin_tma_map_2d(&map_in, op, "in", in, M, C, 2, S::BM));
+    SWIN_TRY(swin_tma_map_2d(&map_in, op, "in", in, M, C, 2, BM));
     SWIN_TRY(swin_tma_map_2d(&map_w1, op, "w1", w1, H, C, 2, HC));
     SWIN_TRY(swin_tma_map_2d(&map_w2, op, "w2", w2, C, H, 2, C));
     int sms = 0;
     SWIN_TRY(swin_device_sms(&sms));
-    const int tiles = (M + S::BM - 1) / S::BM;
-    auto kernel = mlp_tma_kernel<T, C, W>;
+    const int tiles = (M + BM - 1) / BM;
+    auto kernel = mlp_tma_kernel<T, C>;
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM));
-    swin_launch(kernel, dim3(tiles < sms ? tiles : sms), dim3(S::THREADS), S::SMEM, st, map_in, map_w1, map_w2, (T *)out,
+    swin_launch(kernel, dim3(tiles < sms ? tiles : sms), dim3(THREADS), S::SMEM, st, map_in, map_w1, map_w2, (T *)out,
                 (const T *)b1, (const T *)b2, (const T *)res, M);
     SWIN_LAUNCH_CHECK("mlp_tma_kernel", st);
     return SWIN_OK;
@@ -280,9 +279,9 @@ template <typename T>
 swin_status launch_c(const char *op, void *out, const void *in, const void *w1, const void *b1, const void *w2,
                      const void *b2, const void *res, int M, int C, int H, cudaStream_t st) {
     switch (C) {
-    case 96: return launch<T, 96, WGS>(op, out, in, w1, b1, w2, b2, res, M, H, st);
-    case 128: return launch<T, 128, WGS>(op, out, in, w1, b1, w2, b2, res, M, H, st);
-    default: return launch<T, 192, WGS>(op, out, in, w1, b1, w2, b2, res, M, H, st);
+    case 96: return launch<T, 96>(op, out, in, w1, b1, w2, b2, res, M, H, st);
+    case 128: return launch<T, 128>(op, out, in, w1, b1, w2, b2, res, M, H, st);
+    default: return launch<T, 192>(op, out, in, w1, b1, w2, b2, res, M, H, st);
     }
 }
 

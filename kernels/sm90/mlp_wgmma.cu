@@ -146,7 +146,7 @@ mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, con
 #pragma unroll
             for (int j = 0; j < HC / 8; j++) {
                 const int c = 8 * j + 2 * (lane & 3);
-                const float2 b = b1 ? load_pair(b1 + h * HC + c) : make_float2(0.0f, 0.0f);
+                const float2 b = b1 ? unpack2<T>(ldg_pair(b1 + h * HC + c)) : make_float2(0.0f, 0.0f);
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
                     const int r = wq * 16 + (lane >> 2) + 8 * hh;

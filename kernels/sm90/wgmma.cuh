@@ -168,7 +168,7 @@ __device__ __forceinline__ void store_rows(T *out, const float *d, const T *bias
 #pragma unroll
     for (int j = 0; j < N / 8; j++) {
         const int c = 8 * j + 2 * (lane & 3);
-        bq[j] = bias ? __ldg(reinterpret_cast<const unsigned *>(bias + c)) : 0u;
+        bq[j] = bias ? ldg_pair(bias + c) : 0u;
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             const int row = r0 + 8 * hh;
