@@ -228,12 +228,12 @@ mlp_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant
     for (int t = blockIdx.x; t < tiles; t += gridDim.x, ex++) {
         const int m0 = t * BM + wg * 64;   /* this warpgroup's first row */
         load_b1(0);
-        if (res) {   /* the residual's rows into L2 now, so that the epilogue's loads do not wait for DRAM */
-            constexpr int LINES = C * 2 / 128;
-            for (int i = tid & 127; i < 64 * LINES; i += 128) {
-                const int row = m0 + i / LINES;
-                if (row < M) prefetch_l2(res + (size_t)row * C + (i % LINES) * 64);
-            }
+        if (res && m0 < M) {   /* the residual's rows into L2 now, so that the epilogue's loads do not wait
+                                  for DRAM: the 128-byte lines of the warpgroup's rows (one block) */
+            const uintptr_t lo = reinterpret_cast<uintptr_t>(res + (size_t)m0 * C),
+                            hi = reinterpret_cast<uintptr_t>(res + (size_t)min(m0 + 64, M) * C);
+            for (uintptr_t a = (lo & ~(uintptr_t)127) + (tid & 127) * 128; a < hi; a += 128 * 128)
+                prefetch_l2(reinterpret_cast<const void *>(a));
         }
         mbar_wait(x_full, ex & 1);
         fc1(a0, e1);
