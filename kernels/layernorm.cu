@@ -17,10 +17,12 @@ template <typename T, bool Acc> struct ln_map {   /* out[r] (+)= LN(in[r]); with
     const T *in;
     T *out;
     int C;
-    __device__ bool skip(int) const { return false; }
-    __device__ bool zero(int, int) const { return false; }
-    __device__ const T *src(int r, int e) const { return in + (size_t)r * C + e; }
-    __device__ T *dst(int r, int e) const { return out + (size_t)r * C + e; }
+    typedef int Row;
+    __device__ Row row(int r) const { return r; }
+    __device__ bool skip(Row) const { return false; }
+    __device__ bool zero(Row, int) const { return false; }
+    __device__ const T *src(Row r, int e) const { return in + (size_t)r * C + e; }
+    __device__ T *dst(Row r, int e) const { return out + (size_t)r * C + e; }
 };
 
 // ---- LN + mean over tokens: one block per image

@@ -110,25 +110,31 @@ template <typename T> struct merge_map {
     const T *x;
     T *out;
     int H, W, C;   /* output grid ceil(H/2) x ceil(W/2): an odd grid's last row / column pads with zeros */
-    __device__ bool skip(int) const { return false; }
-    /* neighbour (y, xx) of output row r and the channel off that element e of the row is */
-    __device__ void at(int r, int e, int *b, int *y, int *xx, int *off) const {
+    struct Row {
+        int r, b, y0, x0;   /* output row r: image b, top-left input token (y0, x0) of its 2x2 */
+    };
+    __device__ Row row(int r) const {
         const int h2 = (H + 1) / 2, w2 = (W + 1) / 2, i = (r / w2) % h2, j = r % w2;
-        const int q = e / C, dy = q & 1, dx = q >> 1;   /* q: (0,0) (1,0) (0,1) (1,1) */
-        *b = r / (h2 * w2), *y = 2 * i + dy, *xx = 2 * j + dx, *off = e - q * C;
+        return Row{r, r / (h2 * w2), 2 * i, 2 * j};
     }
-    __device__ bool zero(int r, int e) const {
+    __device__ bool skip(const Row &) const { return false; }
+    /* neighbour (y, xx) of the row and the channel off that element e of the row is */
+    __device__ void at(const Row &R, int e, int *y, int *xx, int *off) const {
+        const int q = e / C, dy = q & 1, dx = q >> 1;   /* q: (0,0) (1,0) (0,1) (1,1) */
+        *y = R.y0 + dy, *xx = R.x0 + dx, *off = e - q * C;
+    }
+    __device__ bool zero(const Row &R, int e) const {
         if (!((H | W) & 1)) return false;   /* even grid: every neighbour exists */
-        int b, y, xx, off;
-        at(r, e, &b, &y, &xx, &off);
+        int y, xx, off;
+        at(R, e, &y, &xx, &off);
         return y >= H || xx >= W;
     }
-    __device__ const T *src(int r, int e) const {
-        int b, y, xx, off;
-        at(r, e, &b, &y, &xx, &off);
-        return x + (((size_t)b * H + y) * W + xx) * C + off;
+    __device__ const T *src(const Row &R, int e) const {
+        int y, xx, off;
+        at(R, e, &y, &xx, &off);
+        return x + (((size_t)R.b * H + y) * W + xx) * C + off;
     }
-    __device__ T *dst(int r, int e) const { return out + (size_t)r * 4 * C + e; }
+    __device__ T *dst(const Row &R, int e) const { return out + (size_t)R.r * 4 * C + e; }
 };
 
 // ---- op entries

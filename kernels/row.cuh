@@ -8,13 +8,17 @@
  * Statistics are fp32, two-pass over the registers (mean, then sum of squared deviations), reduced
  * with shuffles inside the group; the row is read once and written once.
  *
- * Where a row comes from and goes to is a Map (gather/scatter by row index):
+ * Where a row comes from and goes to is a Map (gather/scatter by row index). A row is looked up
+ * once (Map::Row, e.g. the token a window row comes from) and its elements are addressed from that:
  *   struct Map { static constexpr bool kAccumulate;                 // dst += result, or dst = result
- *                __device__ bool skip(int row) const;               // row neither read nor written
- *                __device__ bool zero(int row, int e) const;        // source pack at e reads as zeros
- *                __device__ const T *src(int row, int e) const;     // element e of source row
- *                __device__ T *dst(int row, int e) const; };        // element e of destination row
- * A map with kQ8 also carries a swin_q8_dst q8 (ops.h) and size_t oidx(row, e), the output
+ *                struct Row;                                        // (or a typedef) one row's lookup
+ *                __device__ Row row(int r) const;                   // any r in [0, rows)
+ *                __device__ bool skip(const Row &) const;           // row neither read nor written
+ *                __device__ bool zero(const Row &, int e) const;    // source pack at e reads as zeros
+ *                __device__ const T *src(const Row &, int e) const; // element e of source row
+ *                __device__ T *dst(const Row &, int e) const; };    // element e of destination row
+ * A map with kAddThenNorm also has T *out(const Row &, int e) (dst = src + dst; out = LN(dst)).
+ * A map with kQ8 also carries a swin_q8_dst q8 (ops.h) and size_t oidx(Row, e), the output
  * element's index (out's for kAddThenNorm, else dst's): the final store then also writes (or with
  * keep16 = 0 only writes) the E4M3 copy q8.q[oidx] of the value as stored.
  * src/dst are only asked for e a multiple of V, and a pack never straddles a segment of the row
@@ -25,6 +29,7 @@
 #define SWIN_ROW_CUH
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "common.cuh"
 
@@ -80,7 +85,7 @@ __device__ __forceinline__ void q8_store(unsigned char *q, const float (&v)[V], 
 /* the final store of a pack of row `row` at element e: p (the 16-bit output), and the E4M3 copy
  * where the map has one */
 template <typename T, int V, class Map>
-__device__ __forceinline__ void row_store(const Map &map, int row, int e, T *p, const float (&v)[V]) {
+__device__ __forceinline__ void row_store(const Map &map, const typename Map::Row &row, int e, T *p, const float (&v)[V]) {
     if constexpr (Map::kQ8) {
         if (map.q8.q) {
             q8_store<T, V>(map.q8.q + map.oidx(row, e), v, map.q8.inv);
@@ -170,7 +175,7 @@ __device__ __forceinline__ void row_normalize(float (&x)[NV][V], int C, int lane
 
 /* v <- the source pack at element e of row: zeros where the map says so (padding), else src */
 template <typename T, int V, class Map>
-__device__ __forceinline__ void load_src(float (&v)[V], const Map &map, int row, int e) {
+__device__ __forceinline__ void load_src(float (&v)[V], const Map &map, const typename Map::Row &row, int e) {
     if (map.zero(row, e)) {
 #pragma unroll
         for (int k = 0; k < V; k++) v[k] = 0.f;
@@ -181,34 +186,92 @@ __device__ __forceinline__ void load_src(float (&v)[V], const Map &map, int row,
 
 // ---- the generic row kernel: dst (+)= LN?(src), rows gathered/scattered by Map
 
-template <typename T, int V, int NV, int LPR, class Map>
+/* The raw 16-bit (or fp32) pack at p: a plain copy, converted to float only after every load of
+ * the row has been issued. */
+template <typename T, int V>
+__device__ __forceinline__ void pack_raw(swin_pack<T, V> &dst, const T *p) { dst = *reinterpret_cast<const swin_pack<T, V> *>(p); }
+
+template <typename T, int V>
+__device__ __forceinline__ void pack_zero(swin_pack<T, V> &dst) {
+#pragma unroll
+    for (int k = 0; k < V; k++) store_f(dst.v, k, 0.f);
+}
+
+/* Loads of a row: the source packs into x, and (accumulating maps) the destination's old packs
+ * into y, zeros where the row or the pack is out of range or the map says so. Two ways:
+ *   Serial false (default): every address from the row's one lookup (Map::row), then one
+ *     predicated 16-byte load each with no branch between them, converted to float after the
+ *     last: 2 NV loads in flight a thread.
+ *   Serial true (SWIN_ROW_SERIAL=1, for comparison in one run): pack after pack, a branch with the
+ *     pack's loads and their conversion, as the kernel was; ptxas then keeps one pack's loads in
+ *     flight at a time.
+ * Before Map::Row, the maps looked their row up per element address (window.cu's token_src: 4
+ * divisions and the roll, recomputed per pack) and the SASS issued each 16-byte load only after
+ * the previous one's conversion. H200, Swin-T fp16 batch 256, `swin bench --breakdown`, ms for all
+ * blocks, the kernel before / Serial / default: ln1+shift+partition 0.637 / 0.643 / 0.486,
+ * reverse+residual+ln2 1.324 / 0.940 / 0.793 (the first column from an earlier run of the same
+ * day on the same kind of GPU). Only the 16-bit Swin widths (96 * 2^k channels) have the serial
+ * variant (fewer kernels to compile). */
+template <typename T, int V, int NV, int LPR, bool Serial, class Map>
+__device__ __forceinline__ void row_loads(float (&x)[NV][V], float (&y)[NV][V], const Map &map,
+                                          const typename Map::Row &R, int row, bool valid, int lane, int C) {
+    if constexpr (Serial) {
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int e = (lane + LPR * i) * V;
+            const bool in = valid && e < C;
+            if (in) {
+                const typename Map::Row Ri = map.row(row);
+                load_src<T, V>(x[i], map, Ri, e);
+                if constexpr (Map::kAccumulate) pack_load<T, V>(y[i], map.dst(Ri, e));
+            } else {
+#pragma unroll
+                for (int k = 0; k < V; k++) x[i][k] = y[i][k] = 0.f;
+            }
+        }
+    } else {
+        swin_pack<T, V> ps[NV], pd[NV];
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int e = (lane + LPR * i) * V, ee = e < C ? e : 0;   /* ee: an address inside the row */
+            const bool in = valid && e < C;
+            const T *sp = map.src(R, ee);
+            pack_zero<T, V>(ps[i]);
+            if (in && !map.zero(R, ee)) pack_raw<T, V>(ps[i], sp);
+            if constexpr (Map::kAccumulate) {
+                T *dp = map.dst(R, ee);
+                pack_zero<T, V>(pd[i]);
+                if (in) pack_raw<T, V>(pd[i], dp);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < NV; i++)
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                x[i][k] = load_f(ps[i].v, k);
+                y[i][k] = Map::kAccumulate ? load_f(pd[i].v, k) : 0.f;
+            }
+    }
+}
+
+template <typename T, int V, int NV, int LPR, bool Serial, class Map>
 static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
 row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b, int rows, int C,
               float eps) {
     swin_pdl_begin();
     const int lane = threadIdx.x % LPR;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / LPR) + threadIdx.x / LPR;
-    const bool valid = row < rows && !map.skip(row);   /* skipped rows still join the shuffles */
+    const typename Map::Row R = map.row(row < rows ? row : 0);   /* row 0's lookup for lanes past the end */
+    const bool valid = row < rows && !map.skip(R);   /* skipped rows still join the shuffles */
     float x[NV][V], y[NV][V];   /* y: the destination's old value (accumulating maps) */
-#pragma unroll
-    for (int i = 0; i < NV; i++) {   /* every load is issued before any arithmetic */
-        const int e = (lane + LPR * i) * V;
-        const bool in = valid && e < C;
-        if (in) load_src<T, V>(x[i], map, row, e);
-        if constexpr (Map::kAccumulate) {
-            if (in) pack_load<T, V>(y[i], map.dst(row, e));
-        }
-        if (!in)
-#pragma unroll
-            for (int k = 0; k < V; k++) x[i][k] = y[i][k] = 0.f;
-    }
+    row_loads<T, V, NV, LPR, Serial>(x, y, map, R, row, valid, lane, C);
     if constexpr (Map::kAddThenNorm) {   /* dst = src + dst; out = LN(dst) */
 #pragma unroll
         for (int i = 0; i < NV; i++) {
             const int e = (lane + LPR * i) * V;
 #pragma unroll
             for (int k = 0; k < V; k++) x[i][k] = round_as<T>(x[i][k] + y[i][k]);
-            if (valid && e < C) pack_store<T, V>(map.dst(row, e), x[i]);
+            if (valid && e < C) pack_store<T, V>(map.dst(R, e), x[i]);
         }
     }
     if (w) {   /* uniform branch: every lane takes it */
@@ -225,13 +288,13 @@ row_ln_kernel(Map map, const float *__restrict__ w, const float *__restrict__ b,
         const int e = (lane + LPR * i) * V;
         if (e >= C) continue;
         if constexpr (Map::kAddThenNorm) {
-            row_store<T, V>(map, row, e, map.out(row, e), x[i]);
+            row_store<T, V>(map, R, e, map.out(R, e), x[i]);
         } else {
             if constexpr (Map::kAccumulate) {
 #pragma unroll
                 for (int k = 0; k < V; k++) x[i][k] += y[i][k];
             }
-            row_store<T, V>(map, row, e, map.dst(row, e), x[i]);
+            row_store<T, V>(map, R, e, map.dst(R, e), x[i]);
         }
     }
 }
@@ -286,21 +349,23 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
     swin_pdl_begin();
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (SWIN_ROW_BLOCK / 32) + threadIdx.x / 32;
-    if (row >= rows || map.skip(row)) return;   /* the whole warp shares the row */
+    if (row >= rows) return;   /* the whole warp shares the row */
+    const typename Map::Row R = map.row(row);
+    if (map.skip(R)) return;
     float mean = 0.f, rstd = 1.f, v[V];
     if constexpr (Map::kAddThenNorm) {   /* dst = src + dst first; LN reads dst back below */
         for (int e = lane * V; e < C; e += 32 * V) {
             float y[V];
-            load_src<T, V>(v, map, row, e);
-            pack_load<T, V>(y, map.dst(row, e));
+            load_src<T, V>(v, map, R, e);
+            pack_load<T, V>(y, map.dst(R, e));
             for (int k = 0; k < V; k++) v[k] += y[k];
-            pack_store<T, V>(map.dst(row, e), v);
+            pack_store<T, V>(map.dst(R, e), v);
         }
     }
     /* the row LN reads: src, or dst for kAddThenNorm (this lane's own writes just above) */
     auto ln_load = [&](int e) {
-        if constexpr (Map::kAddThenNorm) pack_load<T, V>(v, map.dst(row, e));
-        else load_src<T, V>(v, map, row, e);
+        if constexpr (Map::kAddThenNorm) pack_load<T, V>(v, map.dst(R, e));
+        else load_src<T, V>(v, map, R, e);
     };
     if (w) {
         float s = 0.f, q = 0.f;
@@ -320,17 +385,27 @@ row_ln_loop_kernel(Map map, const float *__restrict__ w, const float *__restrict
         if (w)
             for (int k = 0; k < V; k++) v[k] = (v[k] - mean) * rstd * __ldg(w + e + k) + __ldg(b + e + k);
         if constexpr (Map::kAddThenNorm) {
-            row_store<T, V>(map, row, e, map.out(row, e), v);
+            row_store<T, V>(map, R, e, map.out(R, e), v);
         } else {
-            T *p = map.dst(row, e);
+            T *p = map.dst(R, e);
             if constexpr (Map::kAccumulate) {
                 float y[V];
                 pack_load<T, V>(y, p);
                 for (int k = 0; k < V; k++) v[k] += y[k];
             }
-            row_store<T, V>(map, row, e, p, v);
+            row_store<T, V>(map, R, e, p, v);
         }
     }
+}
+
+/* SWIN_ROW_SERIAL=1 in the environment (read once): row_ln_kernel's loads as before (row_loads,
+ * Serial) on the 16-bit Swin widths, so that the two are measured in one run */
+static inline bool swin_row_serial() {
+    static const bool on = [] {
+        const char *v = getenv("SWIN_ROW_SERIAL");
+        return v && v[0] == '1' && !v[1];
+    }();
+    return on;
 }
 
 /* Launch the row kernel over rows: one LPR-lane group per row (registers), or one warp per row
@@ -343,8 +418,10 @@ static swin_status swin_row_ln_launch(const char *name, const Map &map, int vec_
         typedef decltype(cfg) Cfg;
         const int per_block = SWIN_ROW_BLOCK / Cfg::LPR;
         const unsigned grid = (unsigned)((rows + per_block - 1) / per_block);
-        swin_launch(row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, Map>, grid, SWIN_ROW_BLOCK, 0, st, map, w, b, rows, C,
-                    eps);
+        auto kern = row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, false, Map>;
+        if constexpr (sizeof(T) == 2 && Cfg::V == 8 && (Cfg::NV == 3 || Cfg::NV == 6))   /* the Swin widths */
+            if (swin_row_serial()) kern = row_ln_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, true, Map>;
+        swin_launch(kern, grid, SWIN_ROW_BLOCK, 0, st, map, w, b, rows, C, eps);
     });
     if (!in_regs) {
         const unsigned grid = (unsigned)((rows + 3) / 4);

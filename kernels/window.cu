@@ -76,50 +76,55 @@ __device__ __forceinline__ long long token_src(const win_geom &g, int r) {
     return ((long long)b * g.res_h + y) * g.res_w + x;
 }
 
-/* Window row r is a padding token: the row kernels neither read nor write it (row.cuh skip()). */
-__device__ __forceinline__ bool pad_row(const win_geom &g, int r) { return g.padded && token_src(g, r) < 0; }
+/* A window row's lookup (row.cuh Map::Row): the row r and its token t = token_src(r), -1 for a
+ * padding token, whose row the row kernels neither read nor write (row.cuh skip()) */
+struct win_row {
+    int r;
+    long long t;
+};
 
-template <typename T> struct partition_map {   /* win[r] = LN?(x[token_src(r)]); padding rows: zeroed before */
+struct win_map_base {
+    typedef win_row Row;
+    win_geom g;
+    __device__ Row row(int r) const { return Row{r, token_src(g, r)}; }
+    __device__ bool skip(const Row &R) const { return g.padded && R.t < 0; }
+    __device__ bool zero(const Row &, int) const { return false; }
+    __device__ size_t win_idx(const Row &R, int e) const { return (size_t)R.r * g.C + e; }
+    __device__ size_t tok_idx(const Row &R, int e) const { return (size_t)R.t * g.C + e; }
+};
+
+template <typename T> struct partition_map : win_map_base {   /* win[r] = LN?(x[t]); padding rows: zeroed before */
     static constexpr bool kAccumulate = false;
     static constexpr bool kAddThenNorm = false;
     static constexpr bool kQ8 = false;
     const T *x;
     T *win;
-    win_geom g;
-    __device__ bool skip(int r) const { return pad_row(g, r); }
-    __device__ bool zero(int, int) const { return false; }
-    __device__ const T *src(int r, int e) const { return x + token_src(g, r) * g.C + e; }
-    __device__ size_t oidx(int r, int e) const { return (size_t)r * g.C + e; }
-    __device__ T *dst(int r, int e) const { return win + oidx(r, e); }
+    __device__ const T *src(const Row &R, int e) const { return x + tok_idx(R, e); }
+    __device__ size_t oidx(const Row &R, int e) const { return win_idx(R, e); }
+    __device__ T *dst(const Row &R, int e) const { return win + win_idx(R, e); }
 };
 
-template <typename T> struct reverse_map {   /* x[token_src(r)] += LN?(win[r]); padding rows dropped */
+template <typename T> struct reverse_map : win_map_base {   /* x[t] += LN?(win[r]); padding rows dropped */
     static constexpr bool kAccumulate = true;
     static constexpr bool kAddThenNorm = false;
     static constexpr bool kQ8 = false;
     const T *win;
     T *x;
-    win_geom g;
-    __device__ bool skip(int r) const { return pad_row(g, r); }
-    __device__ bool zero(int, int) const { return false; }
-    __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
-    __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
-    __device__ T *dst(int r, int e) const { return x + oidx(r, e); }
+    __device__ const T *src(const Row &R, int e) const { return win + win_idx(R, e); }
+    __device__ size_t oidx(const Row &R, int e) const { return tok_idx(R, e); }
+    __device__ T *dst(const Row &R, int e) const { return x + tok_idx(R, e); }
 };
 
-template <typename T> struct reverse_ln_map {   /* x[t] += win[r]; out[t] = LN(x[t]), t = token_src(r) */
+template <typename T> struct reverse_ln_map : win_map_base {   /* x[t] += win[r]; out[t] = LN(x[t]) */
     static constexpr bool kAccumulate = true;
     static constexpr bool kAddThenNorm = true;
     static constexpr bool kQ8 = false;
     const T *win;
     T *x, *o;
-    win_geom g;
-    __device__ bool skip(int r) const { return pad_row(g, r); }
-    __device__ bool zero(int, int) const { return false; }
-    __device__ const T *src(int r, int e) const { return win + (size_t)r * g.C + e; }
-    __device__ size_t oidx(int r, int e) const { return token_src(g, r) * g.C + e; }
-    __device__ T *dst(int r, int e) const { return x + oidx(r, e); }
-    __device__ T *out(int r, int e) const { return o + oidx(r, e); }
+    __device__ const T *src(const Row &R, int e) const { return win + win_idx(R, e); }
+    __device__ size_t oidx(const Row &R, int e) const { return tok_idx(R, e); }
+    __device__ T *dst(const Row &R, int e) const { return x + tok_idx(R, e); }
+    __device__ T *out(const Row &R, int e) const { return o + tok_idx(R, e); }
 };
 
 /* M whose output also goes to an E4M3 copy (row.cuh: kQ8); the maps above stay as they were, so
@@ -227,7 +232,8 @@ extern "C" swin_status swin_ln_shift_partition_cuda(void *win, const void *x, co
         if (q.q) SWIN_CUDA_TRY(cudaMemsetAsync(q.q, 0, (size_t)rows * d->C, st));   /* e4m3(0) */
     }
     SWIN_DISPATCH(dt, T, {
-        partition_map<T> m = {(const T *)x, (T *)win, g};
+        partition_map<T> m;
+        m.g = g, m.x = (const T *)x, m.win = (T *)win;
         return launch_rows<T>("ln_shift_partition_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
@@ -245,7 +251,8 @@ extern "C" swin_status swin_window_reverse_residual_cuda(void *x, const void *wi
     q.keep16 = 1;   /* x is the residual stream */
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
     SWIN_DISPATCH(dt, T, {
-        reverse_map<T> m = {(const T *)win, (T *)x, g};
+        reverse_map<T> m;
+        m.g = g, m.win = (const T *)win, m.x = (T *)x;
         return launch_rows<T>("window_reverse_residual_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
@@ -266,7 +273,8 @@ extern "C" swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, 
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, out and win must be three different buffers", op);
     int vec_ok = swin_aligned16(win) && swin_aligned16(x) && swin_aligned16(out);
     SWIN_DISPATCH(dt, T, {
-        reverse_ln_map<T> m = {(const T *)win, (T *)x, (T *)out, g};
+        reverse_ln_map<T> m;
+        m.g = g, m.win = (const T *)win, m.x = (T *)x, m.o = (T *)out;
         return launch_rows<T>("window_reverse_residual_ln_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps,
                               st);
     });
