@@ -115,16 +115,11 @@ template <typename T> struct reverse_map : win_map_base {   /* x[t] += LN?(win[r
     __device__ T *dst(const Row &R, int e) const { return x + tok_idx(R, e); }
 };
 
-template <typename T> struct reverse_ln_map : win_map_base {   /* x[t] += win[r]; out[t] = LN(x[t]) */
-    static constexpr bool kAccumulate = true;
+template <typename T> struct reverse_ln_map : reverse_map<T> {   /* x[t] += win[r]; out[t] = LN(x[t]) */
+    typedef win_row Row;
     static constexpr bool kAddThenNorm = true;
-    static constexpr bool kQ8 = false;
-    const T *win;
-    T *x, *o;
-    __device__ const T *src(const Row &R, int e) const { return win + win_idx(R, e); }
-    __device__ size_t oidx(const Row &R, int e) const { return tok_idx(R, e); }
-    __device__ T *dst(const Row &R, int e) const { return x + tok_idx(R, e); }
-    __device__ T *out(const Row &R, int e) const { return o + tok_idx(R, e); }
+    T *o;
+    __device__ T *out(const Row &R, int e) const { return o + this->tok_idx(R, e); }
 };
 
 /* M whose output also goes to an E4M3 copy (row.cuh: kQ8); the maps above stay as they were, so

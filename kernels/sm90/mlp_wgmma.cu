@@ -138,7 +138,7 @@ mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, con
                 for (int ks = 0; ks < 4; ks++)
                     if (p * 64 + ks * 16 < C)
                         wgmma_ss<T, HC>(acc1, sw128_desc(sx + (p * BM + wg * 64) * 128) + 2 * ks,
-                                   sw128_desc(s + p * HC * 128) + 2 * ks, p | ks);
+                                        sw128_desc(s + p * HC * 128) + 2 * ks, p | ks);
             wgmma_commit();
             wgmma_wait_all();
             /* + b1, GELU, rounded: row 16 wq + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) + {0, 1};
@@ -162,8 +162,8 @@ mlp_wgmma_kernel(T *out, const T *__restrict__ in, const T *__restrict__ w1, con
             for (int p = 0; p < HC / 64; p++)
 #pragma unroll
                 for (int ks = 0; ks < 4; ks++)
-                    wgmma_ss<T, C>(acc2, sw128_desc(hid + p * 64 * 128) + 2 * ks, sw128_desc(s + p * C * 128) + 2 * ks,
-                              h | p | ks);
+                    wgmma_ss<T, C>(acc2, sw128_desc(hid + p * 64 * 128) + 2 * ks,
+                                   sw128_desc(s + p * C * 128) + 2 * ks, h | p | ks);
             wgmma_commit();
             wgmma_wait_all();
         }
