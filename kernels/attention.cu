@@ -12,6 +12,9 @@
  *                           takes the latter always (to time the two in one build);
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
+ * E4M3 copy (swin_q8_dst, for an FP8 proj): the fp16/bf16 fused kernels write it as they store the
+ * output (tile_end, attention_mma.cuh), so proj needs no quantising pass; the other paths quantise
+ * their output after the attention.
  * The tile shapes live in attention_common.cuh (struct Tiles). This file holds the launchers and
  * the op entries that validate arguments.
  * head_dim: any of 1..256. The fused kernels are instantiated for the padded tile widths of
@@ -29,6 +32,7 @@
 #include "attention_simt.cuh"
 #include "attention_tf32.cuh"
 #include "attention_unfused.cuh"
+#include "row.cuh"   /* swin_check_q8 */
 
 using namespace swin_attn;
 
@@ -97,7 +101,12 @@ static bool kb32_on() {
  *   1  the 4-warp kernel, the tiles split over ceil(tiles / 4) CTAs (9 tiles: 3 CTAs of 3, 9 of 12
  *      warps busy, K and V staged once per CTA);
  *   2  (default) windows of exactly Tiles::kWarpsWindow tiles: one CTA of that many warps, a warp
- *      per tile, K and V staged once; other counts as 1. */
+ *      per tile, K and V staged once; other counts as 1.
+ * Measured on the H200 (2026-11-26, SWIN_ATTN_FILL=M build/swin bench --arch
+ * swin_base_patch4_window12_384 --precision fp16 --batch 1,8,64,256 -n 20, modes 0 / 1 / default):
+ * attention ops at batch 256 24.37 / 19.56 / 15.89 ms; end to end batch 1 1.257 / 1.217 / 1.242
+ * ms, batch 8 3.353 / 3.172 / 3.041 ms, batch 64 2,954 / 3,069 / 3,254 img/s, batch 256 3,042 /
+ * 3,089 / 3,288 img/s (bf16 batch 256: 3,130 / 3,189 / 3,376). */
 static int fill_mode() {
     static const int mode = [] {
         const char *v = getenv("SWIN_ATTN_FILL");
@@ -142,11 +151,12 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
 /* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split. HD: padded width. */
 template <int HD, typename T>
 static swin_status launch_mma(void *out, const void *qkv, const float *bias_table, const float *scale,
-                              const Geom &g, int nwin, int v2, cudaStream_t st) {
+                              const Geom &g, int nwin, int v2, const swin_q8_dst &q8, cudaStream_t st) {
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
     MmaArgs a;
     a.set(out, qkv, bias_table, scale, g, v2);
+    a.q8 = q8;
     a.vb = access_bytes(g.hd, (int)sizeof(T));
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
@@ -233,17 +243,19 @@ static swin_status launch_f32(float *out, const float *qkv, const float *bias_ta
 /* one case per width of head_width() */
 #define SWIN_ATTN_WIDTHS(X) X(16) X(32) X(48) X(64) X(96) X(128) X(160) X(256)
 
+/* q8: the E4M3 copy of out, which the 16-bit kernels write as they store out (q8.q NULL: none); the
+ * fp32 kernel has none (the entry quantises out after it) */
 template <typename T>
 static swin_status launch_fused(void *out, const void *qkv, const float *bias_table, const float *scale,
-                                const Geom &g, int nwin, int v2, cudaStream_t st) {
-#define SWIN_ATTN_CASE(w) case w: return launch_mma<w, T>(out, qkv, bias_table, scale, g, nwin, v2, st);
+                                const Geom &g, int nwin, int v2, const swin_q8_dst &q8, cudaStream_t st) {
+#define SWIN_ATTN_CASE(w) case w: return launch_mma<w, T>(out, qkv, bias_table, scale, g, nwin, v2, q8, st);
     switch (head_width(g.hd)) { SWIN_ATTN_WIDTHS(SWIN_ATTN_CASE) }
 #undef SWIN_ATTN_CASE
     return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: head_dim %d", g.hd);
 }
 template <>
 swin_status launch_fused<float>(void *out, const void *qkv, const float *bias_table, const float *scale,
-                                const Geom &g, int nwin, int v2, cudaStream_t st) {
+                                const Geom &g, int nwin, int v2, const swin_q8_dst &, cudaStream_t st) {
     float *o = (float *)out;
     const float *x = (const float *)qkv;
 #define SWIN_ATTN_CASE(w) case w: return launch_f32<w>(o, x, bias_table, scale, g, nwin, v2, st);
@@ -277,7 +289,7 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
                                const Geom &g, int nwin, int v2, cudaStream_t st) {
     const bool win = g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && tf32_win_on();
     if ((g.N > Tf32Tiles::kKeys && !win) || !tf32_width(g.hd) || !tf32_on())
-        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
+        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, swin_q8_dst{NULL, 0.0f, 1}, st);
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
     AttnIO<float> a;
@@ -285,7 +297,7 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
     a.vb = 16;
     const Tf32Smem L(g.hd, g.nb, win ? Tf32WinTiles::kKeys : Tf32Tiles::kKeys);
     if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
-        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, st);
+        return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, swin_q8_dst{NULL, 0.0f, 1}, st);
     auto kern = tf32_kernel<32>(win);
     switch (g.hd) {
     case 16: kern = tf32_kernel<16>(win); break;
@@ -346,29 +358,39 @@ extern "C" size_t swin_window_attention_workspace(const swin_dims *d, swin_dtype
 
 extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *bias_table,
                                                   const float *scale, const swin_dims *d, swin_dtype dt,
-                                                  swin_attn_impl impl, void *workspace, void *cublas,
-                                                  cudaStream_t st) {
+                                                  swin_attn_impl impl, const swin_q8_dst *q8, void *workspace,
+                                                  void *cublas, cudaStream_t st) {
     if (!out || !qkv || !bias_table || !scale)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: NULL pointer (out %p, qkv %p, bias_table %p, "
                          "scale %p)", out, qkv, (const void *)bias_table, (const void *)scale);
     SWIN_TRY(check_dims(d, dt));
     if (((uintptr_t)out | (uintptr_t)qkv) % 16 != 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention: qkv %p and out %p must be 16-byte aligned", qkv, out);
+    swin_q8_dst q;
+    SWIN_TRY(swin_check_q8("window attention", q8, &q));
     const Geom g = make_geom(d);
     const int nwin = d->B * g.nw, v2 = d->version == 2;
+    swin_status s = SWIN_OK;
     if (impl == SWIN_ATTN_IMPL_FUSED) {
-        SWIN_DISPATCH(dt, T, return launch_fused<T>(out, qkv, bias_table, scale, g, nwin, v2, st));
+        SWIN_DISPATCH(dt, T, s = launch_fused<T>(out, qkv, bias_table, scale, g, nwin, v2, q, st));
     } else if (impl == SWIN_ATTN_IMPL_TF32) {
         if (dt != SWIN_DT_F32)
             return swin_fail(SWIN_ERR_ARGUMENT, "window attention (tf32): the data must be fp32 (dtype %d)", (int)dt);
-        return launch_tf32((float *)out, (const float *)qkv, bias_table, scale, g, nwin, v2, st);
+        s = launch_tf32((float *)out, (const float *)qkv, bias_table, scale, g, nwin, v2, st);
     } else if (impl == SWIN_ATTN_IMPL_UNFUSED) {
         if (!cublas || !workspace)
             return swin_fail(SWIN_ERR_ARGUMENT, "window attention (unfused): needs a cuBLAS handle (%p) and a "
                              "workspace of %zu bytes (%p)", cublas, swin_window_attention_workspace(d, dt, impl),
                              workspace);
-        SWIN_DISPATCH(dt, T, return launch_unfused<T>((T *)out, (const T *)qkv, bias_table, scale, g, nwin, v2, dt,
-                                                       workspace, (cublasHandle_t)cublas, st));
+        SWIN_DISPATCH(dt, T, s = launch_unfused<T>((T *)out, (const T *)qkv, bias_table, scale, g, nwin, v2, dt,
+                                                    workspace, (cublasHandle_t)cublas, st));
+    } else {
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention: unknown implementation %d", (int)impl);
     }
-    return swin_fail(SWIN_ERR_ARGUMENT, "window attention: unknown implementation %d", (int)impl);
+    SWIN_TRY(s);
+    /* the kernels that do not write the E4M3 copy themselves (fp32 data, unfused): a quantising pass
+     * over out (written in 16 bits whatever keep16 says) */
+    if (q.q && !(impl == SWIN_ATTN_IMPL_FUSED && dt != SWIN_DT_F32))
+        return swin_quantize_fp8_cuda(q.q, out, (size_t)nwin * g.N * g.C, q.inv, dt, st);
+    return SWIN_OK;
 }

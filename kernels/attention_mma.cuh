@@ -32,6 +32,9 @@
  * K and V loaded in one pass (H100, two builds in one run: ncu Swin-T stage 1 at batch 256 411 ->
  * 351 us, Swin-B 384 stage 3 at batch 64 141 -> 127 us; attention ops at batch 256 Swin-T 1.77 ->
  * 1.59 ms, SwinV2-T 2.10 -> 1.92, Swin-B 384 13.8 -> 13.0).
+ * The output can also go to an E4M3 copy (MmaArgs::q8, for an FP8 proj; tile_end writes each
+ * 16-byte chunk's 8 bytes as it stores the chunk, or instead of it with keep16 0), so that proj's
+ * input needs no quantising pass.
  * attn_mma_pipe_kernel (opt-in, SWIN_ATTN_PIPELINE): persistent CTAs over (window, head) items
  * for N <= 64 that prefetch the next item while computing the current one.
  * Test: tests/test_gpu_attention.c.
@@ -89,6 +92,7 @@ struct MmaArgs : AttnIO<void> {
     FastDiv div_groups;        // by groups (set by the launcher)
     int kv_rows;               // keys held in smem at a time (npad when resident)
     int nwin;                  // windows B*nW
+    swin_q8_dst q8;            // out's E4M3 copy (ops.h; q8.q NULL: none), written by tile_end
 };
 
 /* Entries of the per-key tables (kinfo, kbytes, rk): npad and one key block more, so that a block
@@ -319,8 +323,29 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
     }
 }
 
+/* E4M3 bytes of the first n (1..8) 16-bit values of chunk v, times inv: the 8 bytes in one store
+ * where q is 8-byte aligned and n is 8 (head_dim a multiple of 8), else byte by byte */
+template <typename T>
+__device__ __forceinline__ void q8_chunk(unsigned char *q, const uint4 &v, int n, float inv) {
+    const T *t = reinterpret_cast<const T *>(&v);
+    if (n == 8 && ((uintptr_t)q & 7u) == 0) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            lo |= (uint32_t)swin_e4m3(load_f(t, k) * inv) << (8 * k);
+            hi |= (uint32_t)swin_e4m3(load_f(t, k + 4) * inv) << (8 * k);
+        }
+        *reinterpret_cast<uint2 *>(q) = make_uint2(lo, hi);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (k < n) q[k] = swin_e4m3(load_f(t, k) * inv);
+    }
+}
+
 /* normalise and write the tile's valid rows, channels < hd: registers -> smem (os) -> global stores
- * of 16 bytes (vb == 16) or of vb-byte pieces */
+ * of 16 bytes (vb == 16) or of vb-byte pieces; with a.q8, also (keep16 0: only) the E4M3 copy of
+ * the values as stored, at the same element index (bit for bit swin_quantize_fp8_cuda of out) */
 template <int HD, typename T>
 __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int hd, int vb,
                                          int lane) {
@@ -346,6 +371,10 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
         if (row < a.g.N && c < hd) {
             const uint4 val = *reinterpret_cast<const uint4 *>(os + r * LD + c);
             T *dst = out + (size_t)row * a.g.C + c;
+            if (a.q8.q) {
+                q8_chunk<T>(a.q8.q + (dst - reinterpret_cast<T *>(a.out)), val, min(8, hd - c), a.q8.inv);
+                if (!a.q8.keep16) continue;
+            }
             if (vb == 16) *reinterpret_cast<uint4 *>(dst) = val;   // hd is a multiple of 8: whole chunks
             else st_part(dst, val, min(8, hd - c) * (int)sizeof(T), vb);
         }

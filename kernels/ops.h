@@ -89,9 +89,11 @@ swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, i
                                    swin_dtype dt, cudaStream_t st);
 /* pos is in dt */
 swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L, int C, swin_dtype dt, cudaStream_t st);
-/* x [B, H, W, C] -> out [B*ceil(H/2)*ceil(W/2), 4C]; an odd grid reads zeros past its edge */
+/* x [B, H, W, C] -> out [B*ceil(H/2)*ceil(W/2), 4C]; an odd grid reads zeros past its edge;
+ * q8: out's E4M3 copy (the reduction's input), or NULL */
 swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
-                                   int B, int H, int W, int C, float eps, swin_dtype dt, cudaStream_t st);
+                                   int B, int H, int W, int C, float eps, const swin_q8_dst *q8, swin_dtype dt,
+                                   cudaStream_t st);
 
 /* ---- window attention (kernels/attention.cu) */
 /* FUSED: one kernel (tensor cores for fp16/bf16, true fp32 for fp32 data); UNFUSED: cuBLAS around
@@ -101,10 +103,12 @@ typedef enum { SWIN_ATTN_IMPL_FUSED = 0, SWIN_ATTN_IMPL_UNFUSED = 1, SWIN_ATTN_I
 /* Workspace bytes the unfused path needs for this geometry (0 for fused). */
 size_t swin_window_attention_workspace(const swin_dims *d, swin_dtype dt, swin_attn_impl impl);
 /* out [B*nW, N, C] <- qkv [B*nW, N, 3C]; bias_table [(2Wh-1)*(2Ww-1), heads] fp32; scale [heads] fp32.
+ * q8: out's E4M3 copy (proj's FP8 input) or NULL; the fp16/bf16 fused kernels write it with out
+ * (keep16 0: instead of out), the other paths quantise out after the attention.
  * cublas: a cublasHandle_t (as void *) for the unfused path, NULL for fused. */
 swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *bias_table,
                                        const float *scale, const swin_dims *d, swin_dtype dt,
-                                       swin_attn_impl impl, void *workspace, void *cublas,
+                                       swin_attn_impl impl, const swin_q8_dst *q8, void *workspace, void *cublas,
                                        cudaStream_t st);
 
 /* ---- FP8 E4M3 (kernels/fp8.cu), the arithmetic of src/fp8.h; e4m3() rounds to nearest even and

@@ -3,10 +3,11 @@
  *   swin_add_pos_cuda        x [B, L, C] += pos [L, C]
  *   swin_merge_gather_cuda   out [B*ceil(H/2)*ceil(W/2), 4C] <- 2x2 gather of x [B, H, W, C] in
  *                            timm order (y0 x0, y1 x0, y0 x1, y1 x1), zeros past an odd grid, then
- *                            LN over 4C when ln_w (V1)
+ *                            LN over 4C when ln_w (V1); optionally also (q8) the E4M3 copy of out
+ *                            that the FP8 reduction GEMM reads (swin_q8_dst, ops.h)
  * CPU counterparts: swin_im2col_patch_cpu, swin_add_pos_cpu, swin_merge_gather_cpu.
  * The merge is the generic row kernel of row.cuh with a 4-segment gather map.
- * Test: tests/test_gpu_kernels.c (cases "im2col", "add_pos", "merge").
+ * Test: tests/test_gpu_kernels.c (cases "im2col", "add_pos", "merge", and the "q8 merge" cases).
  */
 #include "row.cuh"
 
@@ -135,6 +136,7 @@ template <typename T> struct merge_map {
         return x + (((size_t)R.b * H + y) * W + xx) * C + off;
     }
     __device__ T *dst(const Row &R, int e) const { return out + (size_t)R.r * 4 * C + e; }
+    __device__ size_t oidx(const Row &R, int e) const { return (size_t)R.r * 4 * C + e; }   /* the E4M3 copy's */
 };
 
 // ---- op entries
@@ -169,7 +171,7 @@ extern "C" swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L,
 
 extern "C" swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w,
                                               const float *ln_b, int B, int H, int W, int C, float eps,
-                                              swin_dtype dt, cudaStream_t st) {
+                                              const swin_q8_dst *q8, swin_dtype dt, cudaStream_t st) {
     static const char op[] = "swin_merge_gather_cuda";
     SWIN_TRY(swin_check_dtype(op, dt));
     if (B <= 0 || H <= 0 || W <= 0 || C <= 0)
@@ -180,12 +182,14 @@ extern "C" swin_status swin_merge_gather_cuda(void *out, const void *x, const fl
     SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 1));
     if (out == x) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out and x are the same buffer", op);
+    swin_q8_dst q;
+    SWIN_TRY(swin_check_q8(op, q8, &q));
     const int rows = B * ((H + 1) / 2) * ((W + 1) / 2);
     SWIN_DISPATCH(dt, T, {
         /* packs must not straddle the four C-long segments */
         int vec_ok = swin_aligned16(out) && swin_aligned16(x) && C % swin_vec<T>::n == 0;
         merge_map<T> m = {(const T *)x, (T *)out, H, W, C};
-        return swin_row_ln_launch<T>("merge_gather_kernel", m, vec_ok, ln_w, ln_b, rows, 4 * C, eps, st);
+        return swin_row_ln_launch_q8<T>("merge_gather_kernel", m, q, vec_ok, ln_w, ln_b, rows, 4 * C, eps, st);
     });
     return SWIN_OK;
 }

@@ -435,6 +435,38 @@ static swin_status swin_row_ln_launch(const char *name, const Map &map, int vec_
     return SWIN_OK;
 }
 
+/* Map M whose output also goes to an E4M3 copy (kQ8 above; M supplies oidx); M itself stays
+ * without one, so an op without a copy runs the same kernel as before the copies existed */
+template <class M> struct swin_q8_map : M {
+    static constexpr bool kQ8 = true;
+    swin_q8_dst q8;
+};
+
+/* swin_row_ln_launch over map m, or over m with the E4M3 copy q when q.q is set */
+template <typename T, class M>
+static swin_status swin_row_ln_launch_q8(const char *name, const M &m, const swin_q8_dst &q, int vec_ok,
+                                         const float *w, const float *b, int rows, int C, float eps,
+                                         cudaStream_t st) {
+    if (!q.q) return swin_row_ln_launch<T>(name, m, vec_ok, w, b, rows, C, eps, st);
+    swin_q8_map<M> mq;
+    static_cast<M &>(mq) = m;
+    mq.q8 = q;
+    return swin_row_ln_launch<T>(name, mq, vec_ok, w, b, rows, C, eps, st);
+}
+
+/* An op's E4M3 copy argument: none (q8 NULL or q8->q NULL), or an 8-byte aligned buffer and a
+ * positive finite 1 / scale; *out the copy to launch with (q NULL for none) */
+static inline swin_status swin_check_q8(const char *op, const swin_q8_dst *q8, swin_q8_dst *out) {
+    *out = swin_q8_dst{NULL, 0.0f, 1};
+    if (!q8 || !q8->q) return SWIN_OK;
+    if ((uintptr_t)q8->q % 8)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the E4M3 output (%p) is not 8-byte aligned", op, (void *)q8->q);
+    if (!(q8->inv > 0.0f) || isinf(q8->inv))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: 1 / scale of the E4M3 output is %g", op, (double)q8->inv);
+    *out = *q8;
+    return SWIN_OK;
+}
+
 /* Blocks for a grid-stride loop over n items, 256 threads each. */
 static inline unsigned swin_grid_for(size_t n) {
     size_t blocks = (n + 255) / 256;

@@ -122,24 +122,6 @@ template <typename T> struct reverse_ln_map : reverse_map<T> {   /* x[t] += win[
     __device__ T *out(const Row &R, int e) const { return o + this->tok_idx(R, e); }
 };
 
-/* M whose output also goes to an E4M3 copy (row.cuh: kQ8); the maps above stay as they were, so
- * an op without a copy runs the same kernel as before the copies existed */
-template <class M> struct q8_map : M {
-    static constexpr bool kQ8 = true;
-    swin_q8_dst q8;
-};
-
-/* launch the row kernel over map m, or over m with the E4M3 copy q when q.q is set */
-template <typename T, class M>
-static swin_status launch_rows(const char *name, const M &m, const swin_q8_dst &q, int vec_ok, const float *ln_w,
-                               const float *ln_b, int rows, int C, float eps, cudaStream_t st) {
-    if (!q.q) return swin_row_ln_launch<T>(name, m, vec_ok, ln_w, ln_b, rows, C, eps, st);
-    q8_map<M> mq;
-    static_cast<M &>(mq) = m;
-    mq.q8 = q;
-    return swin_row_ln_launch<T>(name, mq, vec_ok, ln_w, ln_b, rows, C, eps, st);
-}
-
 // ---- op entries
 
 /* Validate the geometry; fill g and the row count. */
@@ -187,19 +169,6 @@ static swin_status check_dims(const char *op, const swin_dims *d, swin_dtype dt,
     return SWIN_OK;
 }
 
-/* the E4M3 copy: none (q8 NULL or q8->q NULL), or an 8-byte aligned buffer and a positive finite
- * 1 / scale; *out the copy for the map (q NULL for none) */
-static swin_status check_q8(const char *op, const swin_q8_dst *q8, swin_q8_dst *out) {
-    *out = swin_q8_dst{NULL, 0.0f, 1};
-    if (!q8 || !q8->q) return SWIN_OK;
-    if ((uintptr_t)q8->q % 8)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: the E4M3 output (%p) is not 8-byte aligned", op, (void *)q8->q);
-    if (!(q8->inv > 0.0f) || isinf(q8->inv))
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: 1 / scale of the E4M3 output is %g", op, (double)q8->inv);
-    *out = *q8;
-    return SWIN_OK;
-}
-
 /* check_dims, plus the window buffer, the token buffer x (distinct) and the LayerNorm pair */
 static swin_status check_args(const char *op, const swin_dims *d, swin_dtype dt, win_geom *g, int *rows,
                               const void *win, const void *x, const float *ln_w, const float *ln_b,
@@ -220,7 +189,7 @@ extern "C" swin_status swin_ln_shift_partition_cuda(void *win, const void *x, co
     int rows;
     swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 1));
-    SWIN_TRY(check_q8(op, q8, &q));
+    SWIN_TRY(swin_check_q8(op, q8, &q));
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
     if (g.padded) {   /* padding tokens are zeros (not LN(0)); the kernel skips their rows */
         if (!q.q || q.keep16) SWIN_CUDA_TRY(cudaMemsetAsync(win, 0, (size_t)rows * d->C * swin_dtype_size(dt), st));
@@ -229,7 +198,7 @@ extern "C" swin_status swin_ln_shift_partition_cuda(void *win, const void *x, co
     SWIN_DISPATCH(dt, T, {
         partition_map<T> m;
         m.g = g, m.x = (const T *)x, m.win = (T *)win;
-        return launch_rows<T>("ln_shift_partition_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
+        return swin_row_ln_launch_q8<T>("ln_shift_partition_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
 }
@@ -242,13 +211,13 @@ extern "C" swin_status swin_window_reverse_residual_cuda(void *x, const void *wi
     int rows;
     swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 1));
-    SWIN_TRY(check_q8(op, q8, &q));
+    SWIN_TRY(swin_check_q8(op, q8, &q));
     q.keep16 = 1;   /* x is the residual stream */
     int vec_ok = swin_aligned16(win) && swin_aligned16(x);
     SWIN_DISPATCH(dt, T, {
         reverse_map<T> m;
         m.g = g, m.win = (const T *)win, m.x = (T *)x;
-        return launch_rows<T>("window_reverse_residual_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
+        return swin_row_ln_launch_q8<T>("window_reverse_residual_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps, st);
     });
     return SWIN_OK;
 }
@@ -262,7 +231,7 @@ extern "C" swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, 
     int rows;
     swin_q8_dst q;
     SWIN_TRY(check_args(op, d, dt, &g, &rows, win, x, ln_w, ln_b, 0));
-    SWIN_TRY(check_q8(op, q8, &q));
+    SWIN_TRY(swin_check_q8(op, q8, &q));
     SWIN_TRY(swin_check_ptr(op, "out", out, swin_dtype_size(dt)));
     if (out == win || out == x)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, out and win must be three different buffers", op);
@@ -270,7 +239,7 @@ extern "C" swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, 
     SWIN_DISPATCH(dt, T, {
         reverse_ln_map<T> m;
         m.g = g, m.win = (const T *)win, m.x = (T *)x, m.o = (T *)out;
-        return launch_rows<T>("window_reverse_residual_ln_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps,
+        return swin_row_ln_launch_q8<T>("window_reverse_residual_ln_kernel", m, q, vec_ok, ln_w, ln_b, rows, d->C, d->eps,
                               st);
     });
     return SWIN_OK;

@@ -222,7 +222,8 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
             CUDA_OK(cudaMemset(d_out, 0xFF, nout * ds));
             CUDA_OK(cudaMemset((char *)d_out + nout * ds, GUARD_BYTE, GUARD_BYTES));
             swin_status s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
-                                                       (swin_attn_impl)impl, d_ws, impl == SWIN_ATTN_IMPL_UNFUSED ? (void *)cub : NULL, st);
+                                                       (swin_attn_impl)impl, NULL, d_ws,
+                                                       impl == SWIN_ATTN_IMPL_UNFUSED ? (void *)cub : NULL, st);
             cudaError_t ce = cudaStreamSynchronize(st);
             CHECK(ce == cudaSuccess, "%s", cudaGetErrorString(ce));
             if (smem_skip(s)) {
@@ -297,6 +298,88 @@ static int build_cases(att_case **out) {
     return n;
 }
 
+// ---- the E4M3 copy (swin_q8_dst: proj's FP8 input)
+
+/* Case c in fp16 and bf16, fused and unfused: run without the copy and quantise the output with
+ * swin_quantize_fp8_cuda; then run with the copy, keep16 1 and 0, from the same inputs. The copy
+ * must equal those bytes; the output must be the same with keep16, and without it untouched (still
+ * the poison) by the fused kernels, which write only the copy then (the unfused path writes the
+ * output, then quantises it). inv 500 saturates the largest outputs (|out| <= 1) at 448. */
+static void q8_case(const att_case *c, int ci, cublasHandle_t cub, cudaStream_t st) {
+    swin_dims d = case_dims(c);
+    const int N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
+    const size_t nqkv = (size_t)nwin * N * 3 * d.C, nout = (size_t)nwin * N * d.C;
+    const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * c->heads;
+    const float inv = 500.0f;
+    float *qkv = malloc(nqkv * 4), *bias = malloc(nbias * 4), *scale = malloc(c->heads * 4);
+    unsigned char *hq = malloc(nqkv * 2), *out1 = malloc(nout * 2), *out2 = malloc(nout * 2);
+    unsigned char *ref = malloc(nout), *got = malloc(nout);
+    tu_seed(5000 + ci);
+    fill_grid(qkv, nqkv);
+    fill_params(bias, scale, &d);
+    void *d_qkv, *d_out, *d_ws;
+    float *d_bias, *d_scale;
+    unsigned char *d_q, *d_ref;
+    const size_t wsb = swin_window_attention_workspace(&d, SWIN_DT_F16, SWIN_ATTN_IMPL_UNFUSED);
+    CUDA_OK(cudaMalloc(&d_qkv, nqkv * 2));
+    CUDA_OK(cudaMalloc(&d_out, nout * 2));
+    CUDA_OK(cudaMalloc(&d_ws, wsb));
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, c->heads * 4));
+    CUDA_OK(cudaMalloc((void **)&d_q, nout));
+    CUDA_OK(cudaMalloc((void **)&d_ref, nout));
+    CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, c->heads * 4, cudaMemcpyHostToDevice));
+    for (int dt = SWIN_DT_F16; dt <= SWIN_DT_BF16; dt++) {
+        to_dt(hq, qkv, nqkv, dt);   /* exact: the inputs are on the 1/128 grid */
+        CUDA_OK(cudaMemcpy(d_qkv, hq, nqkv * 2, cudaMemcpyHostToDevice));
+        for (int impl = SWIN_ATTN_IMPL_FUSED; impl <= SWIN_ATTN_IMPL_UNFUSED; impl++) {
+            char name[160];
+            snprintf(name, sizeof name, "q8 W=%d res=%d shift=%d v%d heads=%d hd=%d %s %s", c->W, c->res, c->shift,
+                     c->version, c->heads, c->head_dim, dt_name[dt], impl_name[impl]);
+            int ok = 1;
+            for (int pass = 0; pass < 3 && ok; pass++) {   /* no copy, copy + 16-bit, copy only */
+                swin_q8_dst q = {d_q, inv, pass == 1};
+                CUDA_OK(cudaMemset(d_out, 0xFF, nout * 2));
+                CUDA_OK(cudaMemset(d_q, 0xFF, nout));
+                CUDA_OK(cudaMemset(d_ws, 0xFF, wsb));
+                swin_status s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
+                                                           (swin_attn_impl)impl, pass ? &q : NULL, d_ws, cub, st);
+                cudaError_t ce = cudaStreamSynchronize(st);
+                ok = CHECK(s == SWIN_OK && ce == cudaSuccess, "%s pass %d: %s / %s", name, pass, swin_last_error(),
+                           cudaGetErrorString(ce));
+                if (!ok) break;
+                if (pass == 0) {
+                    CUDA_OK(cudaMemcpy(out1, d_out, nout * 2, cudaMemcpyDeviceToHost));
+                    s = swin_quantize_fp8_cuda(d_ref, d_out, nout, inv, (swin_dtype)dt, st);
+                    ce = cudaStreamSynchronize(st);
+                    ok = CHECK(s == SWIN_OK && ce == cudaSuccess, "%s: quantize: %s", name, swin_last_error());
+                    CUDA_OK(cudaMemcpy(ref, d_ref, nout, cudaMemcpyDeviceToHost));
+                    continue;
+                }
+                CUDA_OK(cudaMemcpy(got, d_q, nout, cudaMemcpyDeviceToHost));
+                CUDA_OK(cudaMemcpy(out2, d_out, nout * 2, cudaMemcpyDeviceToHost));
+                size_t bad = 0, first = 0, diff = 0, sat = 0;
+                for (size_t i = 0; i < nout; i++) {
+                    if (got[i] != ref[i] && !bad++) first = i;
+                    sat += (ref[i] & 0x7F) == 0x7E;   /* +-448 */
+                }
+                ok &= CHECK(bad == 0, "%s keep16 %d: %zu of %zu E4M3 bytes differ from the quantising pass (first "
+                            "at %zu: 0x%02x, expected 0x%02x)", name, pass == 1, bad, nout, first, got[first],
+                            ref[first]);
+                const int written = pass == 1 || impl == SWIN_ATTN_IMPL_UNFUSED;
+                for (size_t i = 0; i < nout * 2; i++) diff += written ? out2[i] != out1[i] : out2[i] != 0xFF;
+                ok &= CHECK(diff == 0, "%s keep16 %d: %zu bytes of the 16-bit output %s", name, pass == 1, diff,
+                            written ? "differ from the run without the copy" : "written (expected none)");
+                if (pass == 2) printf("%-60s ok (%zu of %zu saturated)\n", name, sat, nout);
+            }
+        }
+    }
+    cudaFree(d_qkv), cudaFree(d_out), cudaFree(d_ws), cudaFree(d_bias), cudaFree(d_scale), cudaFree(d_q);
+    cudaFree(d_ref);
+    free(qkv), free(bias), free(scale), free(hq), free(out1), free(out2), free(ref), free(got);
+}
+
 // ---- argument validation: refused with a message, nothing launched
 static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
     void *p;
@@ -305,17 +388,20 @@ static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
     struct {
         const char *what;
         swin_status want;
-        int field, value;   /* field: 0 none, 1 C, 2 res, 3 shift, 4 head_dim, 5 NULL out, 6 no cublas */
+        int field, value;   /* field: 0 none, 1 C, 2 res, 3 shift, 4 head_dim, 5 NULL out, 6 no cublas,
+                               7 E4M3 copy unaligned, 8 E4M3 copy with 1 / scale 0 */
     } t[] = {
         {"NULL out", SWIN_ERR_ARGUMENT, 5, 0},        {"C != heads*head_dim", SWIN_ERR_ARGUMENT, 1, 100},
         {"res % window", SWIN_ERR_ARGUMENT, 2, 15},   {"shift >= window", SWIN_ERR_ARGUMENT, 3, 7},
         {"head_dim 257", SWIN_ERR_UNSUPPORTED, 4, 257}, {"unfused without cuBLAS", SWIN_ERR_ARGUMENT, 6, 0},
         {"head_dim 0", SWIN_ERR_ARGUMENT, 4, 0},
+        {"E4M3 copy unaligned", SWIN_ERR_ARGUMENT, 7, 0}, {"E4M3 copy 1/scale 0", SWIN_ERR_ARGUMENT, 8, 0},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         swin_dims d = case_dims(&base);
         void *out = p, *cub_arg = NULL;
         swin_attn_impl impl = SWIN_ATTN_IMPL_FUSED;
+        swin_q8_dst q = {(uint8_t *)p + (t[i].field == 7), t[i].field == 8 ? 0.0f : 1.0f, 1};
         if (t[i].field == 1) d.C = t[i].value;
         if (t[i].field == 2) d.res_h = d.res_w = d.hp = d.wp = t[i].value;
         if (t[i].field == 3) d.shift_h = d.shift_w = t[i].value;
@@ -324,7 +410,7 @@ static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
         if (t[i].field == 6) impl = SWIN_ATTN_IMPL_UNFUSED;
         swin_clear_error();   /* the message below must come from this call */
         swin_status s = swin_window_attention_cuda(out, p, (const float *)p, (const float *)p, &d, SWIN_DT_F16,
-                                                   impl, p, cub_arg, st);
+                                                   impl, t[i].field >= 7 ? &q : NULL, p, cub_arg, st);
         const char *msg = swin_last_error();
         printf("refuse %-24s -> %d (%s)\n", t[i].what, (int)s, msg);
         CHECK(s == t[i].want && msg[0], "%s: status %d, want %d", t[i].what, (int)s, (int)t[i].want);
@@ -373,7 +459,7 @@ static void bench(const char *name, int B, int res, int W, int C, int heads, int
             for (int k = 0; k < 4 && s == SWIN_OK; k++) {
                 if (k == 3) CUDA_OK(cudaEventRecord(e0, st));
                 s = swin_window_attention_cuda(d_out, d_qkv, d_bias, d_scale, &d, (swin_dtype)dt,
-                                               (swin_attn_impl)impl, d_ws, cub, st);
+                                               (swin_attn_impl)impl, NULL, d_ws, cub, st);
             }
             CUDA_OK(cudaEventRecord(e1, st));
             CUDA_OK(cudaEventSynchronize(e1));
@@ -434,6 +520,11 @@ int main(int argc, char **argv) {
             swin_dims d = geom_dims(&k, geoms[g]);
             if (!quick || k.quick) run_case(&k, &d, ncases + 2 * g + v, cub, st), nrun++;
         }
+    {   /* the E4M3 copy: Swin-T-like (16-byte rows), head_dim 20 (8-byte rows: byte stores), V2 */
+        static const att_case qc[] = {{7, 14, 3, 1, 3, 32, 2, 1}, {7, 14, 3, 1, 2, 20, 1, 0}, {8, 16, 4, 2, 3, 32, 1, 0}};
+        for (int i = 0; i < 3; i++)
+            if (!quick || qc[i].quick) q8_case(&qc[i], i, cub, st);
+    }
     timespec_get(&t1, TIME_UTC);
     printf("%d of %d cases (%s), %d launches checked, %d skipped (shared memory), %.1f s\n", nrun, ncases,
            quick ? "quick" : "all", n_runs, n_skipped, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));

@@ -204,7 +204,7 @@ static void run_case(const kcase *c, int dt, int dt2) {
     case OP_LN_POOL: st = swin_ln_pool_cuda(dout.p, da.p, dlw.p, dlb.p, c->B, L, c->C, d.eps, sdt, 0); break;
     case OP_PARTITION: st = swin_ln_shift_partition_cuda(dout.p, da.p, w, bb, &d, NULL, sdt, 0); break;
     case OP_REVERSE: st = swin_window_reverse_residual_cuda(db.p, da.p, w, bb, &d, NULL, sdt, 0); res_buf = &db; break;
-    case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->res, c->C, d.eps, sdt, 0); break;
+    case OP_MERGE: st = swin_merge_gather_cuda(dout.p, da.p, w, bb, c->B, c->res, c->res, c->C, d.eps, NULL, sdt, 0); break;
     case OP_IM2COL:
         st = swin_im2col_patch_cuda(dout.p, da.p, c->B, c->res, c->res, c->window, c->res / c->window,
                                     c->res / c->window, sdt, 0);
@@ -322,7 +322,8 @@ static void window_geometry(int quick) {
             if (!quick || i == 5) window_geometry_case(G[i], dt);
 }
 
-// ---- E4M3 copies written by the window ops (swin_q8_dst): bit for bit the quantising pass
+// ---- E4M3 copies written by the window ops and the merge gather (swin_q8_dst): bit for bit the
+// quantising pass
 
 /* bytes of a device buffer */
 static unsigned char *bytes_of(const void *d, size_t n) {
@@ -331,33 +332,36 @@ static unsigned char *bytes_of(const void *d, size_t n) {
     return h;
 }
 
-/* op 0 partition+LN, 1 partition, 2 reverse+LN (q8 of x), 3 reverse then LN (q8 of out) on geometry
- * g in dtype dt: run without the copy, quantise its 16-bit output with swin_quantize_fp8_cuda, then
+/* op 0 partition+LN, 1 partition, 2 reverse+LN (q8 of x), 3 reverse then LN (q8 of out), 4 merge
+ * gather+LN, 5 merge gather (q8 of out; the geometry's grid and C) on geometry g in dtype dt: run without the copy, quantise its 16-bit output with swin_quantize_fp8_cuda, then
  * run with the copy (keep16 1, then 0) from the same inputs: the copy must equal those bytes, the
  * 16-bit output must be the same with keep16 and untouched (still poisoned) without. The scale
  * makes the largest inputs saturate at 448. */
 static void q8_case(const int *g, int dt) {
     swin_dims d = geometry_dims(g);
     size_t nx = (size_t)d.B * d.res_h * d.res_w * d.C, nwin = (size_t)d.B * d.hp * d.wp * d.C;
+    size_t nmerge = (size_t)d.B * ((d.res_h + 1) / 2) * ((d.res_w + 1) / 2) * 4 * d.C;
     size_t nmax = nx > nwin ? nx : nwin;
-    float *x = malloc(nx * 4), *win = malloc(nwin * 4), *lw = malloc(d.C * 4), *lb = malloc(d.C * 4);
+    if (nmerge > nmax) nmax = nmerge;
+    const int nln = 4 * d.C;   /* LayerNorm parameters: C for the window ops, 4C for the merge */
+    float *x = malloc(nx * 4), *win = malloc(nwin * 4), *lw = malloc(nln * 4), *lb = malloc(nln * 4);
     float *out1 = malloc(nmax * 4), *out2 = malloc(nmax * 4);
     tu_fill(x, nx, -1.0f, 3.0f), tu_round_to(x, nx, dt);
     tu_fill(win, nwin, -2.0f, 2.0f), tu_round_to(win, nwin, dt);
-    tu_fill(lw, d.C, 0.5f, 1.5f), tu_fill(lb, d.C, -0.5f, 0.5f);
+    tu_fill(lw, nln, 0.5f, 1.5f), tu_fill(lb, nln, -0.5f, 0.5f);
     tg_buf dx = tg_alloc(nx, dt), dwin = tg_alloc(nwin, dt), dout = tg_alloc(nmax, dt);
-    tg_buf dlw = tg_alloc(d.C, 0), dlb = tg_alloc(d.C, 0);
+    tg_buf dlw = tg_alloc(nln, 0), dlb = tg_alloc(nln, 0);
     tg_upload(&dlw, lw), tg_upload(&dlb, lb);
     unsigned char *dq = NULL, *dref = NULL;
     cudaMalloc((void **)&dq, nmax), cudaMalloc((void **)&dref, nmax);
     const float inv = 100.0f;
     swin_dtype sdt = (swin_dtype)dt;
-    static const char *opn[] = {"partition+ln", "partition", "reverse+ln", "reverse_ln"};
-    for (int op = 0; op < 4; op++) {
+    static const char *opn[] = {"partition+ln", "partition", "reverse+ln", "reverse_ln", "merge+ln", "merge"};
+    for (int op = 0; op < 6; op++) {
         char name[160];
         snprintf(name, sizeof name, "q8 %s %s %dx%d W%dx%d s%dx%d %s", opn[op], tg_dt_name[dt], g[0], g[1], g[2],
                  g[3], g[4], g[5], g[6] ? "hf" : "timm");
-        const size_t n = op < 2 ? nwin : nx;
+        const size_t n = op < 2 ? nwin : op < 4 ? nx : nmerge;
         tg_buf *o16 = op == 2 ? &dx : &dout;   /* the output the copy is of */
         for (int pass = 0; pass < 3; pass++) {   /* no copy, copy + 16-bit, copy only */
             swin_q8_dst q = {dq, inv, pass == 1};
@@ -370,8 +374,11 @@ static void q8_case(const int *g, int dt) {
                                                   sdt, 0);
             else if (op == 2)
                 st = swin_window_reverse_residual_cuda(dx.p, dwin.p, dlw.p, dlb.p, &d, qp, sdt, 0);
-            else
+            else if (op == 3)
                 st = swin_window_reverse_residual_ln_cuda(dx.p, dout.p, dwin.p, dlw.p, dlb.p, &d, qp, sdt, 0);
+            else
+                st = swin_merge_gather_cuda(dout.p, dx.p, op == 4 ? dlw.p : NULL, op == 4 ? dlb.p : NULL, d.B, d.res_h,
+                                            d.res_w, d.C, d.eps, qp, sdt, 0);
             if (!CHECK(st == SWIN_OK && tg_sync_ok(name), "%s pass %d: %s", name, pass, swin_last_error())) break;
             size_t keep = o16->n;
             o16->n = n;
@@ -532,8 +539,13 @@ static void argument_checks(void) {
     expect_arg_error("reverse in place", swin_window_reverse_residual_cuda(x.p, x.p, NULL, NULL, &d, NULL, SWIN_DT_F32, 0));
     expect_arg_error("reverse_ln no norm", swin_window_reverse_residual_ln_cuda(x.p, y.p, lw.p, NULL, NULL, &d, NULL, SWIN_DT_F32, 0));
     expect_arg_error("reverse_ln out is x", swin_window_reverse_residual_ln_cuda(x.p, x.p, y.p, w, w, &d, NULL, SWIN_DT_F32, 0));
-    expect_arg_error("merge H 0", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 0, 8, 8, 1e-5f, SWIN_DT_F32, 0));
-    expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 8, 1e-5f, SWIN_DT_F32, 0));
+    expect_arg_error("merge H 0", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 0, 8, 8, 1e-5f, NULL, SWIN_DT_F32, 0));
+    expect_arg_error("merge weight without bias", swin_merge_gather_cuda(y.p, x.p, w, NULL, 1, 8, 8, 8, 1e-5f, NULL, SWIN_DT_F32, 0));
+    {   /* E4M3 copies: an unaligned buffer, a scale of 0 */
+        swin_q8_dst q1 = {(uint8_t *)y.p + 1, 1.0f, 1}, q0 = {(uint8_t *)y.p, 0.0f, 1};
+        expect_arg_error("merge q8 unaligned", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 8, 8, 8, 1e-5f, &q1, SWIN_DT_F16, 0));
+        expect_arg_error("merge q8 inv 0", swin_merge_gather_cuda(y.p, x.p, NULL, NULL, 1, 8, 8, 8, 1e-5f, &q0, SWIN_DT_F16, 0));
+    }
     expect_arg_error("im2col grid past the image", swin_im2col_patch_cuda(y.p, x.p, 1, 10, 8, 4, 4, 2, SWIN_DT_F32, 0));
     expect_arg_error("add_pos L 0", swin_add_pos_cuda(x.p, y.p, 1, 0, 8, SWIN_DT_F32, 0));
     expect_arg_error("ln_pool NULL out", swin_ln_pool_cuda(NULL, x.p, w, w, 1, 4, 8, 1e-5f, SWIN_DT_F32, 0));

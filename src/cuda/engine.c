@@ -49,10 +49,19 @@ static swin_status quant(swin_engine *e, const void *in, const swin_dlin *w, int
     return SWIN_OK;
 }
 
-/* SWIN_FP8_FUSED_QUANT=0 in the environment (read once): a quantising pass before every qkv and
- * fc1 site instead of the ops before them writing their E4M3 inputs (q8_for); kept to measure
- * the difference (H200, Swin-T batch 256: 11.94 ms with the passes, 11.31 without; the inputs
- * are byte-identical, test_gpu_kernels "q8" cases, and so are the logits). */
+/* SWIN_FP8_FUSED_QUANT=0 in the environment (read once): a quantising pass before every qkv, proj,
+ * fc1 and merge reduction site instead of the ops before them writing their E4M3 inputs (q8_for:
+ * the window ops for qkv and fc1, the attention for proj, the merge gather for the reduction);
+ * kept to measure the difference. Swin-T has 39 such passes (12 qkv, 12 proj, 12 fc1, 3 merge;
+ * fc2's input comes from the fused FP8 fc1 on Hopper); when only qkv and fc1 had their inputs
+ * written (H200, batch 256): 11.94 ms with the 39 passes, 11.31 with the 15 left. With proj's and
+ * the reductions' too (H200, 2026-11-27, `SWIN_FP8_FUSED_QUANT=0` / `=1 build/swin bench --precision
+ * fp8 --batch 8,64,256 -n 30`, alternating, two runs each): Swin-T batch 256 27,545 / 27,653
+ * against 30,519 / 30,545 img/s, batch 64 23,372 / 23,473 against 25,757 / 25,784, batch 8 0.753 /
+ * 0.751 against 0.678 / 0.676 ms; SwinV2-T batch 256 21,155 / 21,190 against 23,192 / 23,209 img/s.
+ * Breakdown at batch 256 (Swin-T): the 39 passes took 1.071 ms, and the attention 1.576 ms without
+ * its copy against 1.672 with it (a byte an element written instead of two, but a conversion each). The inputs are byte-identical (the "q8" cases of test_gpu_kernels and
+ * test_gpu_attention); test_gpu_fp8_passes runs test_gpu_fp8's models with the passes. */
 static int fused_quant_on(void) {
     static int on = -1;
     if (on < 0) on = swin_env_on("SWIN_FP8_FUSED_QUANT", 1);
@@ -138,14 +147,17 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
     int H = prev->res_h, W = prev->res_w, Cp = prev->dim, C = st->dim, M = B * st->res_h * st->res_w;
     float eps = e->m->cfg.ln_eps;
     void *x = e->x[*cur], *y = e->x[!*cur];
+    swin_q8_dst qr;
+    const swin_q8_dst *q_red = q8_for(e, &w->red, &qr, 0);   /* the reduction's E4M3 input, by the gather */
     if (e->m->cfg.version == 1) {
-        OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, H, W, Cp, eps, e->dt,
-                                                             e->stream));
-        SWIN_TRY(quant(e, e->tok, &w->red, M));
+        OP(NORM, "merge gather+norm", swin_merge_gather_cuda(e->tok, x, w->norm.w, w->norm.b, B, H, W, Cp, eps, q_red,
+                                                             e->dt, e->stream));
+        if (!q_red) SWIN_TRY(quant(e, e->tok, &w->red, M));
         OP(GEMM, "merge reduction", lin(e, y, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
     } else {
-        OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, H, W, Cp, eps, e->dt, e->stream));
-        SWIN_TRY(quant(e, e->tok, &w->red, M));
+        OP(NORM, "merge gather", swin_merge_gather_cuda(e->tok, x, NULL, NULL, B, H, W, Cp, eps, q_red, e->dt,
+                                                        e->stream));
+        if (!q_red) SWIN_TRY(quant(e, e->tok, &w->red, M));
         OP(GEMM, "merge reduction", lin(e, e->hid, e->tok, &w->red, NULL, M, 4 * Cp, C, SWIN_ACT_NONE));
         OP(NORM, "merge norm", swin_layernorm_cuda(y, e->hid, w->norm.w, w->norm.b, M, C, eps, e->dt, e->stream));
     }
@@ -155,14 +167,15 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
 
 // ---- transformer blocks
 
-/* tok [B*nW, N, C] <- window attention of qkv; fused in tf32: on the TF32 tensor cores */
-static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d) {
+/* tok [B*nW, N, C] <- window attention of qkv; fused in tf32: on the TF32 tensor cores; q8: proj's
+ * E4M3 input, written by the attention (q8_for) */
+static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q8) {
     int unfused = e->opt.attention == SWIN_ATTN_UNFUSED;
     swin_attn_impl impl = unfused ? SWIN_ATTN_IMPL_UNFUSED
                           : e->opt.precision == SWIN_TF32 ? SWIN_ATTN_IMPL_TF32 : SWIN_ATTN_IMPL_FUSED;
     OP(ATTENTION, "attention", swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt, impl,
-                                             e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
-                                             e->stream));
+                                                          q8, e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
+                                                          e->stream));
     return SWIN_OK;
 }
 
@@ -216,14 +229,15 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
  * window, padding tokens included), the MLP over the T image tokens. */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
-    swin_q8_dst qa, qb;
+    swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 0);
+    const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, q_qkv, e->dt,
                                                                   e->stream));
     if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
-    SWIN_TRY(attention(e, w, d));
-    SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
+    SWIN_TRY(attention(e, w, d, q_proj));
+    if (!q_proj) SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
                                                                           d, q_fc1, e->dt, e->stream));
@@ -233,13 +247,14 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1) */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
-    swin_q8_dst qa, qb;
+    swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 1);
+    const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, q_qkv, e->dt, e->stream));
     if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
-    SWIN_TRY(attention(e, w, d));
-    SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
+    SWIN_TRY(attention(e, w, d, q_proj));
+    if (!q_proj) SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
                                                                         e->dt, e->stream));
@@ -306,7 +321,7 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
     for (int s = 0; s < e->m->cfg.num_stages; s++)
         for (int b = 0; b < e->m->w.stages[s].depth; b++) {
             swin_dims d = swin_block_dims(e->m, s, b, B);
-            SWIN_TRY(attention(e, &e->w.st[s].blocks[b], &d));
+            SWIN_TRY(attention(e, &e->w.st[s].blocks[b], &d, NULL));   /* 16-bit output, as unfused */
         }
     return SWIN_OK;
 }
