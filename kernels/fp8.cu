@@ -54,21 +54,21 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
     return SWIN_OK;
 }
 
-// ---- quantise (optionally after GELU): 8 elements per thread when the pointers allow (the row
-// kernels of row.cuh do the same for the sites whose input they write: swin_q8_dst)
+// ---- quantise (optionally after GELU): 8 elements per thread, read as one 16-byte pack (fp32: two)
+// and written as 8 bytes, when the pointers allow (the ops that write an FP8 site's input write
+// its E4M3 copy themselves where they can: swin_q8_dst)
 
 template <typename T, int V, bool Gelu>
 static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *__restrict__ x, size_t packs,
                                        float inv) {
     swin_pdl_begin();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += (size_t)gridDim.x * blockDim.x) {
+        float a[V];
+        if constexpr (V == 8) pack_load<T, V>(a, x + i * V);
+        else a[0] = load_f(x, i);
         unsigned char o[V];
 #pragma unroll
-        for (int k = 0; k < V; k++) {
-            float a = load_f(x, i * V + k);
-            if (Gelu) a = swin_gelu_erf(a);
-            o[k] = swin_e4m3(a * inv);
-        }
+        for (int k = 0; k < V; k++) o[k] = swin_e4m3((Gelu ? swin_gelu_erf(a[k]) : a[k]) * inv);
         if (V == 8) {
             uint2 w;
             w.x = o[0] | o[1] << 8 | o[2] << 16 | (unsigned)o[3] << 24;
@@ -83,7 +83,7 @@ static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *_
 
 template <typename T, bool Gelu>
 static swin_status quantize_launch(unsigned char *q, const T *x, size_t n, float inv, cudaStream_t st) {
-    if (n % 8 == 0 && ((uintptr_t)q & 7u) == 0)
+    if (n % 8 == 0 && ((uintptr_t)q & 7u) == 0 && (uintptr_t)x % (8 * sizeof(T)) == 0)   /* a pack's alignment */
         swin_launch(quantize_kernel<T, 8, Gelu>, swin_grid_for(n / 8), 256, 0, st, q, x, n / 8, inv);
     else
         swin_launch(quantize_kernel<T, 1, Gelu>, swin_grid_for(n), 256, 0, st, q, x, n, inv);
