@@ -63,6 +63,25 @@
  * N), proj 0.661 / 0.637, fc2 + residual 1.803 / 1.971 (stage 3, K 1536: 0.636 / 0.712, the
  * mainloop of one 128 x 128 tile at a time short of cuBLASLt's), end to end 24,160 / 23,320
  * img/s; SwinV2-T and Swin-B 384 alike.
+ * Measured on the H200 (2026-11-26, same binary and same run, SWIN_GEMM_TMA=0 / 1 / 2 (default)
+ * build/swin bench --precision fp16 --batch 1,8,64,256, Swin-B 384 with --arch
+ * swin_base_patch4_window12_384; two runs each):
+ *
+ *   model, fp16                        cp.async (0)     TMA, 1 warpgroup  TMA, 2 warpgroups
+ *                                                       a team (1)        a team (default)
+ *   Swin-T batch 64, img/s             22,920 / 22,800  23,604 / 23,615   23,738 / 23,957
+ *   Swin-T batch 256, img/s            24,892 / 24,862  25,759 / 25,898   25,869 / 25,863
+ *   Swin-T batch 256, --breakdown
+ *     total ms                         10.47            10.10             9.94
+ *   Swin-B 384 batch 64, img/s         3,312 / 3,306    3,451 / 3,447     3,448 / 3,428
+ *   Swin-B 384 batch 256, img/s        3,316 / 3,363    3,458 / 3,463     3,483 / 3,478
+ *
+ * In an earlier run of the same day (H200, cp.async against the one-warpgroup version): fc1 +
+ * GELU over all blocks at batch 256, from --breakdown, took 2.96 -> 2.50 ms for Swin-T and
+ * 25.0 -> 20.8 ms for Swin-B 384. ncu on Swin-T's first fc1 at batch 256 gave 572 -> 478 us and
+ * 271.6M -> 199.0M warp instructions. FP8 Swin-T at batch 256 went from 26,830 to 27,211 img/s.
+ * On an H100, batch 8 was within noise either way (Swin-T 0.69 to 0.72 ms, SwinV2-T 0.79 to
+ * 0.82 ms in every setting), and batch 64 went from 3.04 to 2.88 ms.
  * Test: tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.

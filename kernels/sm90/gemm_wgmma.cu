@@ -56,6 +56,21 @@
  * the entries below call for 16-bit and FP8 outputs of 2 x SMs tiles or more (its header; this
  * kernel stays for smaller outputs, TF32, and SWIN_GEMM_TMA=0); the MLP as one kernel is
  * mlp_wgmma.cu (not faster yet: its header).
+ * Fused against unfused (swin bench's mlp fused / mlp unfus / ratio columns: unfused time over
+ * fused). Measured on the H200 (2026-11-26, build/swin bench --precision fp16 --batch 8,64,256
+ * -n 30): Swin-T fp16 1.00x at batch 8, 1.07x at 64, 1.08x at 256 (10.67 against 11.48 ms);
+ * bf16 1.05x at 256. Per stage at batch 256 (--breakdown, all blocks of a stage), fused fc1 +
+ * GELU: stage 0 (K 96, N 384) 0.94 ms, stage 1 (K 192) 0.54, stage 2 (K 384) 1.07, stage 3
+ * (K 768) 0.26 (with swin_gelu_erfc before: 1.19, 0.66, 1.32, 0.31), against cuBLASLt's fc1
+ * plus the GELU pass: 0.46 + 0.82, 0.26 + 0.42, 0.66 + 0.64, 0.18 + 0.12.
+ * TF32 variant, measured on the H200 (2026-11-26, SWIN_TF32_FUSED_MLP=1 and =0 build/swin bench
+ * --precision tf32 --batch 256 -n 30): Swin-T tf32 at batch 256 14,455 against 13,582 img/s
+ * (docs/PERFORMANCE.md's MLP column then: 1.05x).
+ * FP8 fc1 + GELU + fc2's quantisation (swin_gemm_wgmma_fp8_gelu_cuda) against cuBLASLt's FP8 fc1
+ * and the GELU + quantise pass (SWIN_FP8_FUSED_MLP=0), measured on the H200 (2026-11-26, Swin-T
+ * fp8; no command recorded beyond SWIN_FP8_FUSED_MLP=0 against the default and --breakdown): batch
+ * 256 fc1 + GELU + quantisation 2.51 ms against 1.68 + 2.01 (breakdown), end to end 10.20 against
+ * 11.37 ms, 2.98 against 3.32 at batch 64, 0.78 against 0.84 at 8.
  * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_linear_cuda),
  * tests/test_gpu_fp8.c (swin_gemm_wgmma_fp8_gelu_cuda against the host).
  */

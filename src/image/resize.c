@@ -135,7 +135,13 @@ static void tap_range(const swin_resize_axis *c, int *lo, int *hi) {
 
 /* The Pillow version whose pass order to follow. Pillow 13.0 added the rule: "if height is being
  * scaled down more than twice the amount the width is, run the vertical pass first"; older
- * versions always ran the horizontal pass first. The order changes the intermediate rounding. */
+ * versions always ran the horizontal pass first. The order changes the intermediate rounding.
+ * How much (recorded in the README on 2026-11-23; no command or Pillow patch versions recorded):
+ * a random 333x500 image resized to 224x224 bicubic differs between the two orders in 23% of
+ * the bytes, by up to 7 levels; on 49 ImageNet photos, --preprocess hf matched Pillow 12's
+ * transformers pipeline on 97.9% of the values (up to 11 levels apart) in Pillow 13's order,
+ * and on all of them in Pillow 12's. build/tests/test_preprocess prints the share that differs,
+ * and the largest difference, on the bundled shapes where the orders differ. */
 #define PILLOW_V_FIRST_SINCE 13
 
 static int pillow_h_first(int pillow, int sw, int sh, int dw, int dh) {
