@@ -329,13 +329,10 @@ template <typename T>
 __device__ __forceinline__ void q8_chunk(unsigned char *q, const uint4 &v, int n, float inv) {
     const T *t = reinterpret_cast<const T *>(&v);
     if (n == 8 && ((uintptr_t)q & 7u) == 0) {
-        uint32_t lo = 0, hi = 0;
+        float f[8];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            lo |= (uint32_t)swin_e4m3(load_f(t, k) * inv) << (8 * k);
-            hi |= (uint32_t)swin_e4m3(load_f(t, k + 4) * inv) << (8 * k);
-        }
-        *reinterpret_cast<uint2 *>(q) = make_uint2(lo, hi);
+        for (int k = 0; k < 8; k++) f[k] = load_f(t, k);
+        swin_e4m3_store<8>(q, f, inv);
     } else {
 #pragma unroll
         for (int k = 0; k < 8; k++)

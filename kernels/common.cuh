@@ -8,6 +8,7 @@
  *                           (cheaper forms with stated error bounds for the fused fc1 epilogues:
  *                           swin_gelu_erfc, swin_gelu_erf16)
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
+ * swin_e4m3_store           a pack of V floats times a scale -> V E4M3 bytes in one store
  * swin_device_sms           the current GPU's multiprocessor count
  * swin_pdl_begin            Programmatic Dependent Launch in a kernel (wait, then trigger);
  *                           swin_launch launches one
@@ -47,6 +48,25 @@ __device__ __forceinline__ unsigned char swin_e4m3(float v) {
     return (unsigned char)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
 }
 
+/* E4M3 bytes of v[0 .. V) times inv at q: V 8 in one 8-byte store (q 8-byte aligned), 4 in one
+ * 4-byte store (q 4-byte aligned), else byte by byte. Every kernel that writes E4M3 packs uses it
+ * (row.cuh's row ops, fp8.cu's quantiser, the attention's proj input). */
+template <int V>
+__device__ __forceinline__ void swin_e4m3_store(unsigned char *q, const float (&v)[V], float inv) {
+    unsigned o[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) o[k] = swin_e4m3(v[k] * inv);
+    if constexpr (V == 8) {
+        *reinterpret_cast<uint2 *>(q) = make_uint2(o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24,
+                                                   o[4] | o[5] << 8 | o[6] << 16 | o[7] << 24);
+    } else if constexpr (V == 4) {
+        *reinterpret_cast<unsigned *>(q) = o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) q[k] = (unsigned char)o[k];
+    }
+}
+
 /* 0.5 x (1 + erf(x / sqrt 2)), computed in fp32 as PyTorch's fp16/bf16 kernels do */
 __device__ __forceinline__ float swin_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
@@ -83,7 +103,11 @@ __device__ __forceinline__ float swin_gelu_erfc(float x) {
  * most): for x >= 0 a relative 7.5e-8, 1/3000 of fp16's half step; for x < 0 under 1.7e-4
  * relative (fp16's half step: 2.4e-4) for outputs of magnitude above 1e-3 (x > -3.44), and at
  * most 2.2e-7 absolute on the smaller ones beyond.
- * 14 instructions against swin_gelu_erfc's 20; fp32 outputs (TF32) keep swin_gelu_erfc. */
+ * 14 instructions against swin_gelu_erfc's 20; fp32 outputs (TF32) keep swin_gelu_erfc.
+ * The sign's two cases stay a select: max(x, 0) - |x| hq (FMNMX, FFMA; one instruction fewer
+ * an output in gemm_tma.cu's fp16 GELU kernel, 3,232 -> 3,096 by cuobjdump) gives NaN for
+ * x = +inf (|x| times hq = 0), where PyTorch's GELU and this one give +inf (test_gpu_kernels,
+ * "gelu form"). */
 __device__ __forceinline__ float swin_gelu_erf16(float x) {
     const float t = swin_rcp_approx(fmaf(fabsf(x), 0.3275911f * 0.70710678118654752f, 1.0f));
     float p = 0.5f * 1.061405429f;

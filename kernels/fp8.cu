@@ -66,18 +66,11 @@ static __global__ void quantize_kernel(unsigned char *__restrict__ q, const T *_
         float a[V];
         if constexpr (V == 8) pack_load<T, V>(a, x + i * V);
         else a[0] = load_f(x, i);
-        unsigned char o[V];
+        if constexpr (Gelu) {
 #pragma unroll
-        for (int k = 0; k < V; k++) o[k] = swin_e4m3((Gelu ? swin_gelu_erf(a[k]) : a[k]) * inv);
-        if (V == 8) {
-            uint2 w;
-            w.x = o[0] | o[1] << 8 | o[2] << 16 | (unsigned)o[3] << 24;
-            w.y = o[4] | o[5] << 8 | o[6] << 16 | (unsigned)o[7] << 24;
-            *reinterpret_cast<uint2 *>(q + i * V) = w;
-        } else {
-#pragma unroll
-            for (int k = 0; k < V; k++) q[i * V + k] = o[k];
+            for (int k = 0; k < V; k++) a[k] = swin_gelu_erf(a[k]);
         }
+        swin_e4m3_store<V>(q + i * V, a, inv);
     }
 }
 

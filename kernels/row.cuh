@@ -68,18 +68,10 @@ __device__ __forceinline__ float round_as(float v) {
 /* E4M3 bytes of a pack as T stores it, times inv (swin_q8_dst); q aligned to V bytes */
 template <typename T, int V>
 __device__ __forceinline__ void q8_store(unsigned char *q, const float (&v)[V], float inv) {
-    unsigned o[V];
+    float r[V];
 #pragma unroll
-    for (int k = 0; k < V; k++) o[k] = swin_e4m3(round_as<T>(v[k]) * inv);
-    if constexpr (V == 8) {
-        *reinterpret_cast<uint2 *>(q) = make_uint2(o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24,
-                                                   o[4] | o[5] << 8 | o[6] << 16 | o[7] << 24);
-    } else if constexpr (V == 4) {
-        *reinterpret_cast<unsigned *>(q) = o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24;
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; k++) q[k] = (unsigned char)o[k];
-    }
+    for (int k = 0; k < V; k++) r[k] = round_as<T>(v[k]);
+    swin_e4m3_store<V>(q, r, inv);
 }
 
 /* the final store of a pack of row `row` at element e: p (the 16-bit output), and the E4M3 copy

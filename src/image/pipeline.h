@@ -34,8 +34,12 @@
  * batch k between the forwards of k-1 and k. Measured on an H200 (10,240 photos, Swin-T fp16
  * batch 256): 1 decoder 3,918 img/s, 2 3,369, 3 3,186, 4 3,057: the JPEG engines are the
  * bottleneck (nvjpegDecodeBatched's time summed over the decoders grows with their number:
- * 1,787 / 4,603 / 7,469 / 10,519 ms), so one decoder is the default. With several sessions each session's
- * thread decodes its own batches.
+ * 1,787 / 4,603 / 7,469 / 10,519 ms), so one decoder is the default. One decoder on a thread of
+ * its own, so that its decoding overlaps the calling thread's reporting, was slower (H200,
+ * 2026-11-27, the same files, two runs each: 2,850 / 2,751 ms wall against 2,590 / 2,449 ms on
+ * the calling thread; the engines' time 2,419 / 2,144 against 1,807 / 1,815 ms: nvJPEG's batched
+ * decode slows down while the forward runs beside it), so it stays on the calling thread. With
+ * several sessions each session's thread decodes its own batches.
  *
  * Several sessions (swin_pipeline_run_multi: one per GPU, or CPU sessions) share the decoder
  * threads: a thread per session takes the next decoded batch, whichever session is free first,
