@@ -1,12 +1,26 @@
 /* jpeg_huff.cu - entropy decoding of baseline JPEGs on the GPU (kernels/ops.h
  * swin_jpeg_huff_cuda): the parallel decoder of src/image/jpeg_par.h, one thread block per image.
- *   jp_kernel   SWIN_JP_THREADS threads: the image's record and Huffman tables into shared
+ *   jp_kernel   SWIN_JP_THREADS threads (SWIN_JPEG_GPU_PIECES=v1: the first kernel's 256, with
+ *               its longer pieces: jpeg_par.h): the image's record and Huffman tables into shared
  *               memory; round 0 and the synchronisation rounds (each thread one piece of the
  *               unstuffed data; the exits in shared memory, double-buffered, a round ending with
  *               __syncthreads_or of "some start changed"); the prefix sums of blocks and DC
- *               differences (thread 0); phase 2 (the coefficients written); the image's status:
- *               the first failing piece's code, in the order of the data.
+ *               differences (thread 0, into the round buffer the last round left free); phase 2
+ *               (the coefficients written); the image's status: the first failing piece's code,
+ *               in the order of the data.
  * The CPU emulation of this block (jpeg_par.c) runs the same functions in the same order.
+ * Measured on the H200 (2026-11-27, the 49 photos of the end-to-end benchmark repeated to 256
+ * images, build/tests/test_gpu_jpeg_huff . PHOTOS... --time 256, two runs each): entropy
+ * decoding 4.15 / 4.16 ms a batch with the first configuration (SWIN_JPEG_GPU_PIECES=v1: 256
+ * threads, pieces of at least 8192 bits, the per-symbol state read from local memory), 2.26 /
+ * 2.27 ms with 512 threads, pieces of at least 3072 bits and that state in registers
+ * (jpeg_par.h). Where the first one's time went (ncu, a batch of 250 of those photos inside
+ * `swin classify --decoder gpu`): 6.42 ms, 22% of warps active, 16% of the SMs' issue
+ * throughput, 10.9 of 32 threads active an instruction: a few long serial pieces an image.
+ * `swin classify --decoder gpu` on 10,240 copies of the photos (Swin-T fp16, batch 256, three
+ * runs each, alternating): wall 1,005.6 / 1,004.4 / 981.3 ms with v1, 1,008.0 / 913.0 / 914.6 ms
+ * now (the GPU decoders' time, gpu-jpeg-gpu, 301 / 316 / 308 -> 185 / 184 / 197 ms), the output
+ * identical.
  * Test: tests/test_gpu_jpeg_huff.c (against the CPU emulation, the sequential decoder of
  * jpeg_huff.h and libjpeg's pixels).
  */
@@ -15,33 +29,41 @@
 #include "jpeg_par.h"
 #include "row.cuh"
 
-#define JP_T SWIN_JP_THREADS
 #define JH_MAX_IMAGES 65535
 #define JH_MAX_TABLES 6
 
-static __global__ void __launch_bounds__(JP_T) jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes,
-                                                         const swin_jh_table *__restrict__ tables,
-                                                         const swin_jh_image *__restrict__ imgs, int *__restrict__ status) {
+/* after the rounds, a thread's first block index, DC predictors and phase-2 status, written into
+ * the round buffer the last round did not fill (both hold the same exits by then) */
+struct jp_prefix {
+    long long g;
+    uint32_t dc[3];
+    int err;
+};
+static_assert(sizeof(jp_prefix) <= sizeof(swin_jp_state), "jp_prefix fits a swin_jp_state");
+
+/* T threads, pieces of at least min_bits (swin_jp_config); 1024 / T blocks an SM (registers) */
+template <int T>
+static __global__ void __launch_bounds__(T, 1024 / T)
+jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes, const swin_jh_table *__restrict__ tables,
+          const swin_jh_image *__restrict__ imgs, int *__restrict__ status, int32_t min_bits) {
     __shared__ swin_jh_image m;
     __shared__ swin_jh_table tb[JH_MAX_TABLES];
-    __shared__ swin_jp_state ex[2][JP_T];
-    __shared__ long long gpre[JP_T];
-    __shared__ uint32_t dpre[JP_T][3];
-    __shared__ int errs[JP_T], ended_any;
+    __shared__ __align__(16) swin_jp_state ex[2][T];
+    __shared__ int ended_any;
     const int t = threadIdx.x;
     const swin_jh_image *gm = imgs + blockIdx.x;
     int nt = 0;   /* the tables this image uses: one past the largest index */
     for (int s = 0; s < gm->ns; s++) nt = max(nt, max(gm->dc[s], gm->ac[s]) + 1);
     const uint32_t *src = (const uint32_t *)(tables + gm->table);
-    for (int i = t; i < nt * (int)(sizeof(swin_jh_table) / 4); i += JP_T) ((uint32_t *)tb)[i] = src[i];
-    for (int i = t; i < (int)(sizeof(swin_jh_image) / 4); i += JP_T) ((uint32_t *)&m)[i] = ((const uint32_t *)gm)[i];
+    for (int i = t; i < nt * (int)(sizeof(swin_jh_table) / 4); i += T) ((uint32_t *)tb)[i] = src[i];
+    for (int i = t; i < (int)(sizeof(swin_jh_image) / 4); i += T) ((uint32_t *)&m)[i] = ((const uint32_t *)gm)[i];
     if (t == 0) ended_any = 0;
     __syncthreads();
     if (t == 0) m.table = 0;
     __syncthreads();
     swin_jp_ctx c;
     swin_jp_ctx_init(&c, &m, bytes, tb);   /* the host checked the blocks per MCU */
-    const int32_t S = swin_jp_piece(&c, JP_T, SWIN_JP_MIN_BITS);
+    const int32_t S = swin_jp_piece(&c, T, min_bits);
     const int np = c.total_bits ? (int)((c.total_bits + S - 1) / S) : 1;
     const int active = t < np;
     swin_jp_state start = swin_jp_guess(t * S);
@@ -68,26 +90,28 @@ static __global__ void __launch_bounds__(JP_T) jp_kernel(int16_t *__restrict__ c
         return;
     }
     const int last = r & 1;
+    jp_prefix *pre = reinterpret_cast<jp_prefix *>(ex[last ^ 1]);
     if (t == 0) {
         long long g = 0;
         uint32_t p[3] = {0, 0, 0};
         for (int i = 0; i < np; i++) {
-            gpre[i] = g;
-            for (int k = 0; k < 3; k++) dpre[i][k] = p[k], p[k] += ex[last][i].dc[k];
-            g += ex[last][i].blocks;
+            const swin_jp_state e = ex[last][i];
+            pre[i].g = g;
+            for (int k = 0; k < 3; k++) pre[i].dc[k] = p[k], p[k] += e.dc[k];
+            g += e.blocks;
         }
     }
     __syncthreads();
-    errs[t] = 0;
     if (active) {
         int ended = 0;
-        errs[t] = swin_jp_write(&c, start, (t + 1) * S, gpre[t], dpre[t], coef, &ended);
+        const int err = swin_jp_write(&c, start, (t + 1) * S, pre[t].g, pre[t].dc, coef, &ended);
+        pre[t].err = err;
         if (ended) ended_any = 1;
     }
     __syncthreads();
     if (t == 0) {
         int st = SWIN_JH_OK;
-        for (int i = 0; i < np && !st; i++) st = errs[i];
+        for (int i = 0; i < np && !st; i++) st = pre[i].err;
         status[blockIdx.x] = st ? st : ended_any ? SWIN_JH_OK : SWIN_JH_NO_DATA;
     }
 }
@@ -129,7 +153,13 @@ extern "C" swin_status swin_jpeg_huff_cuda(int16_t *coef, size_t coef_elems, con
     for (int k = 0; k < n; k++) SWIN_TRY(jh_check(op, k, &img_host[k], coef_elems, n_bytes, n_tables));
     SWIN_CUDA_TRY(cudaMemsetAsync(coef, 0, coef_elems * sizeof *coef, st));
     SWIN_CUDA_TRY(cudaMemcpyAsync(img_dev, img_host, (size_t)n * sizeof *img_host, cudaMemcpyHostToDevice, st));
-    jp_kernel<<<n, JP_T, 0, st>>>(coef, bytes, tables, img_dev, status);
+    int threads;
+    int32_t min_bits;
+    swin_jp_config(&threads, &min_bits);
+    if (threads == SWIN_JP_V1_THREADS)
+        jp_kernel<SWIN_JP_V1_THREADS><<<n, SWIN_JP_V1_THREADS, 0, st>>>(coef, bytes, tables, img_dev, status, min_bits);
+    else
+        jp_kernel<SWIN_JP_THREADS><<<n, SWIN_JP_THREADS, 0, st>>>(coef, bytes, tables, img_dev, status, min_bits);
     SWIN_LAUNCH_CHECK("jp_kernel", st);
     return SWIN_OK;
 }

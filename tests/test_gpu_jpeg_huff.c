@@ -64,8 +64,10 @@ static int add(const char *name, uint8_t *data, size_t size, int given) {
     it->cpu_status = swin_jh_decode(&it->sc->img, data, it->sc->tables, it->cpu_coef);
     swin_jh_image m = it->sc->img;
     m.data = 0, m.data_len = (long long)it->ulen;
-    int rounds;
-    it->emu_status = swin_jp_decode_host(&m, it->u, it->sc->tables, emu, SWIN_JP_MIN_BITS, &rounds);
+    int rounds, threads;
+    int32_t min_bits;
+    swin_jp_config(&threads, &min_bits);   /* the kernel's (SWIN_JPEG_GPU_PIECES) */
+    it->emu_status = swin_jp_decode_host(&m, it->u, it->sc->tables, emu, threads, min_bits, &rounds);
     free(emu);
     g_n++;
     return 1;

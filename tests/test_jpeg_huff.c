@@ -41,7 +41,7 @@ static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan
     swin_jh_image m = sc->img;
     m.data = 0, m.data_len = (long long)ulen;
     int16_t *coef = calloc(sc->n_coef, sizeof *coef);
-    int rounds = 0, pe = coef ? swin_jp_decode_host(&m, u, sc->tables, coef, SWIN_JP_MIN_BITS, &rounds) : -1;
+    int rounds = 0, pe = coef ? swin_jp_decode_host(&m, u, sc->tables, coef, SWIN_JP_THREADS, SWIN_JP_MIN_BITS, &rounds) : -1;
     CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder %d, sequential %d", name, pe, e);
     if (pe == SWIN_JH_OK && e == SWIN_JH_OK && ref)
         CHECK(memcmp(coef, ref, sc->n_coef * sizeof *coef) == 0, "%s: the parallel decoder's coefficients differ", name);
@@ -52,7 +52,7 @@ static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan
      * synchronises leaves the image undecided (SWIN_JP_NO_SYNC), else the verdict must agree */
     int small_rounds = 0;
     memset(coef, 0, sc->n_coef * sizeof *coef);
-    pe = swin_jp_decode_host(&m, u, sc->tables, coef, 256, &small_rounds);
+    pe = swin_jp_decode_host(&m, u, sc->tables, coef, SWIN_JP_THREADS, 256, &small_rounds);
     if (pe != SWIN_JP_NO_SYNC) {
         CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder (256-bit pieces) %d, sequential %d",
               name, pe, e);

@@ -29,12 +29,12 @@ int swin_jp_unstuff(const uint8_t *src, size_t n, uint8_t *dst, size_t *out_len)
 }
 
 int swin_jp_decode_host(const swin_jh_image *m, const uint8_t *bytes, const swin_jh_table *tables, int16_t *coef,
-                        int32_t min_bits, int *rounds) {
+                        int threads, int32_t min_bits, int *rounds) {
     enum { T = SWIN_JP_THREADS };
     swin_jp_ctx c;
     *rounds = 0;
-    if (swin_jp_ctx_init(&c, m, bytes, tables) != 0) return SWIN_JH_BAD_CODE;
-    const int32_t S = swin_jp_piece(&c, T, min_bits);
+    if (threads < 1 || threads > T || swin_jp_ctx_init(&c, m, bytes, tables) != 0) return SWIN_JH_BAD_CODE;
+    const int32_t S = swin_jp_piece(&c, threads, min_bits);
     const int np = c.total_bits ? (int)((c.total_bits + S - 1) / S) : 1;   /* threads with data */
     static swin_jp_state start[T], ex[2][T];
     for (int t = 0; t < np; t++) {   /* round 0 */

@@ -34,10 +34,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "jpeg_huff.h"
 
-enum { SWIN_JP_THREADS = 256, SWIN_JP_MIN_BITS = 8192, SWIN_JP_MAX_ROUNDS = 32, SWIN_JP_MAX_BPM = 10 };
+/* Threads a block and the fewest bits a piece: 512 and 3072 since 2026-11-27, 256 and 8192 before
+ * (SWIN_JP_V1_*, still selectable: swin_jp_config). On the 49 photos of the end-to-end benchmark
+ * (tools/bench_pipeline.sh; 113 KiB on average) the CPU emulation counts, per image, the bits a
+ * thread decodes over round 0, the rounds that change a start and phase 2 (the block's critical
+ * path): 256/8192 at most 32,768 (4 x 8192: a piece is at least 8192 bits, so a 113 KiB image
+ * keeps 110 of its 256 threads busy), mean 24,746; 512/3072 at most 19,302, mean 11,219, with at
+ * most 5 rounds; 256/4096 at most 25,732; 512/4096 20,480; 512/6144 24,576; 768 and 1024 threads
+ * fit one block an SM (registers), two waves for a batch of 256. */
+enum {
+    SWIN_JP_THREADS = 512, SWIN_JP_MIN_BITS = 3072, SWIN_JP_V1_THREADS = 256, SWIN_JP_V1_MIN_BITS = 8192,
+    SWIN_JP_MAX_ROUNDS = 32, SWIN_JP_MAX_BPM = 10
+};
 enum { SWIN_JP_NO_SYNC = SWIN_JH_N };   /* status: no fixed point within SWIN_JP_MAX_ROUNDS */
 
 /* a decode state; as an exit also what the piece decoded: blocks completed, DC sums per component */
@@ -122,20 +135,37 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
                                      const uint32_t *pred, int16_t *coef, int *ended, int32_t *end_pos) {
     const swin_jh_image *m = c->m;
     swin_jp_state o = st;
-    o.blocks = 0, o.dc[0] = o.dc[1] = o.dc[2] = 0;
-    if (st.err) return o;
+    o.blocks = 0;
+    if (st.err) {
+        o.dc[0] = o.dc[1] = o.dc[2] = 0;
+        return o;
+    }
     if (end > c->total_bits) end = c->total_bits;
     const uint8_t *p, *pend = c->data + (c->total_bits >> 3);
     uint64_t buf;
     int bits;
     swin_jp_seek(c, o.pos, &p, &buf, &bits);
     int b = o.b, z = o.z;
+    /* What a symbol needs is held in registers and changes only with the block (b): the scan
+     * component s, its two tables, its quantisation table; the DC sums are three scalars, not an
+     * array indexed by s. (Indexed per symbol, c->bs[b] and o.dc[s] sat in the GPU thread's local
+     * memory, a load on every symbol's dependency chain.) */
+    int s = c->bs[b];
+    const swin_jh_table *tdc = c->tables + m->dc[s], *tac = c->tables + m->ac[s];
+    const uint16_t *quant = m->rec.quant[m->comp[s]];
+    uint32_t dc0 = 0, dc1 = 0, dc2 = 0;
     int16_t *blk = write ? swin_jp_block(c, g, b, coef) : 0;   /* write: the current block's coefficients */
     while (o.pos < end) {
-        if (bits < 32)
-            while (bits <= 56 && p < pend) buf |= (uint64_t)*p++ << (56 - bits), bits += 8;
-        const int s = c->bs[b];
-        const swin_jh_table *t = c->tables + (z == 0 ? m->dc[s] : m->ac[s]);
+        if (bits < 32) {
+            if (pend - p >= 4) {   /* four bytes, loaded independently of each other */
+                const uint32_t w = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+                buf |= (uint64_t)w << (32 - bits);
+                p += 4, bits += 32;
+            } else {
+                while (bits <= 56 && p < pend) buf |= (uint64_t)*p++ << (56 - bits), bits += 8;
+            }
+        }
+        const swin_jh_table *t = z == 0 ? tdc : tac;
         int len;
         const int sym = swin_jh_peek(buf, t, &len);
         int e = 0, tot = 0;
@@ -147,10 +177,13 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
             else if (o.pos + tot > c->total_bits) e = SWIN_JH_NO_DATA;
             else {
                 const int32_t diff = sym ? swin_jh_extend((int32_t)((buf << len) >> (64 - sym)), sym) : 0;
-                o.dc[s] += (uint32_t)diff;
+                const uint32_t sum = (s == 0 ? dc0 : s == 1 ? dc1 : dc2) + (uint32_t)diff;
+                if (s == 0) dc0 = sum;
+                else if (s == 1) dc1 = sum;
+                else dc2 = sum;
                 if (write) {
-                    const int32_t d = (int32_t)(pred[s] + o.dc[s]);
-                    const int32_t q = m->rec.quant[m->comp[s]][0];
+                    const int32_t d = (int32_t)(pred[s] + sum);
+                    const int32_t q = quant[0];
                     if (d < -32768 || d > 32767) e = SWIN_JH_BAD_DC;
                     else if (d * q > 2047 || d * q < -2047) e = SWIN_JH_RANGE;
                     else if (blk) blk[0] = (int16_t)d;
@@ -167,7 +200,7 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
                 else {
                     if (write) {
                         const int32_t a = swin_jh_extend((int32_t)((buf << len) >> (64 - sz)), sz), zz = swin_jh_natural(k);
-                        const int32_t q = m->rec.quant[m->comp[s]][zz];
+                        const int32_t q = quant[zz];
                         if (a * q > 2047 || a * q < -2047) e = SWIN_JH_RANGE;
                         else if (blk) blk[zz] = (int16_t)a;
                     }
@@ -185,6 +218,8 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
             o.pos++;
             swin_jp_seek(c, o.pos, &p, &buf, &bits);
             b = 0, z = 0;
+            s = c->bs[0], tdc = c->tables + m->dc[s], tac = c->tables + m->ac[s];
+            quant = m->rec.quant[m->comp[s]];
             continue;
         }
         buf <<= tot;
@@ -194,6 +229,8 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
             o.blocks++;
             b = b + 1 == c->bpm ? 0 : b + 1;
             z = 0;
+            s = c->bs[b], tdc = c->tables + m->dc[s], tac = c->tables + m->ac[s];
+            quant = m->rec.quant[m->comp[s]];
             if (write) {
                 if (++g == c->total_blocks) {
                     *ended = 1;
@@ -205,6 +242,7 @@ SWIN_JX_HD swin_jp_state swin_jp_run(const swin_jp_ctx *c, swin_jp_state st, int
         }
     }
     o.b = (int16_t)b, o.z = (int16_t)z;
+    o.dc[0] = dc0, o.dc[1] = dc1, o.dc[2] = dc2;
     return o;
 }
 
@@ -249,12 +287,23 @@ SWIN_JX_HD int swin_jp_write(const swin_jp_ctx *c, swin_jp_state start, int32_t 
  * marker before it (no restart markers, no fill bytes), *out_len its length; -1 otherwise (the
  * caller leaves the image to libjpeg). dst: room for n bytes. */
 int swin_jp_unstuff(const uint8_t *src, size_t n, uint8_t *dst, size_t *out_len);
-/* The parallel decoder on the CPU, SWIN_JP_THREADS threads emulated one after the other in the
- * kernel's order: m describes unstuffed data (m->data, m->data_len into bytes). Returns a
- * SWIN_JH_ code or SWIN_JP_NO_SYNC; coef zero on entry. *rounds: the rounds it took. min_bits:
- * SWIN_JP_MIN_BITS as the kernel, or smaller to exercise the rounds on small images. */
+/* The parallel decoder on the CPU, `threads` threads (1 .. SWIN_JP_THREADS) emulated one after
+ * the other in the kernel's order: m describes unstuffed data (m->data, m->data_len into bytes).
+ * Returns a SWIN_JH_ code or SWIN_JP_NO_SYNC; coef zero on entry. *rounds: the rounds it took.
+ * threads, min_bits: the kernel's (swin_jp_config), or fewer bits to exercise the rounds on small
+ * images. */
 int swin_jp_decode_host(const swin_jh_image *m, const uint8_t *bytes, const swin_jh_table *tables, int16_t *coef,
-                        int32_t min_bits, int *rounds);
+                        int threads, int32_t min_bits, int *rounds);
 #endif
+
+/* The kernel's threads a block and fewest bits a piece: SWIN_JP_THREADS and SWIN_JP_MIN_BITS, or
+ * with SWIN_JPEG_GPU_PIECES=v1 in the environment the first kernel's SWIN_JP_V1_* (kept to
+ * measure the two in one run). Read at each call: the tests switch it. */
+static inline void swin_jp_config(int *threads, int32_t *min_bits) {
+    const char *v = getenv("SWIN_JPEG_GPU_PIECES");
+    const int v1 = v && !strcmp(v, "v1");
+    *threads = v1 ? SWIN_JP_V1_THREADS : SWIN_JP_THREADS;
+    *min_bits = v1 ? SWIN_JP_V1_MIN_BITS : SWIN_JP_MIN_BITS;
+}
 
 #endif

@@ -261,7 +261,7 @@ static void entropy_agree(const swin_jpeg_scan *sc, const uint8_t *u, size_t ule
     m.data = 0, m.data_len = (long long)ulen;
     memset(b, 0, sc->n_coef * sizeof *b);
     int rounds;
-    int pe = swin_jp_decode_host(&m, u, sc->tables, b, min_bits, &rounds);
+    int pe = swin_jp_decode_host(&m, u, sc->tables, b, SWIN_JP_THREADS, min_bits, &rounds);
     if (pe == SWIN_JP_NO_SYNC) return;   /* undecided: the caller leaves the image to libjpeg */
     if ((pe == SWIN_JH_OK) != (e == SWIN_JH_OK) || (pe == SWIN_JH_OK && memcmp(a, b, sc->n_coef * sizeof *b))) {
         fprintf(stderr, "swin fuzz: parallel decoder %d (%d-bit pieces), sequential %d\n", pe, (int)min_bits, e);
