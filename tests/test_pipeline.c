@@ -188,6 +188,11 @@ int main(int argc, char **argv) {
               po.batch, po.depth, mism);
         CHECK(st.images == n && st.failed == nfail && st.batches == (n + po.batch - 1) / po.batch,
               "stats: images %d failed %d (want %d) batches %d", st.images, st.failed, nfail, st.batches);
+        /* a CPU session runs the whole forward in the call that starts it: enqueue holds it (summed
+         * over the sessions' threads, each within the wall time) */
+        CHECK(st.enqueue_ms > 0 && st.forward_wait_ms >= 0 && st.enqueue_ms + st.forward_wait_ms <= ns * st.wall_ms,
+              "stats: enqueue %.3f ms, forward-wait %.3f ms, wall %.3f ms, %d sessions", st.enqueue_ms,
+              st.forward_wait_ms, st.wall_ms, ns);
     }
     /* the messages themselves */
     {

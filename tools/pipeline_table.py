@@ -29,7 +29,7 @@ SWIN_MODES = [("exact", "swin exact, libjpeg on the CPU (`--decoder cpu`)"),
 TORCH_MODES = [("compile", "PyTorch DataLoader + torch.compile"),
                ("eager", "PyTorch DataLoader + eager")]
 STAGE_ORDER = ["read", "decode", "cpu-preprocess", "wait-for-decode", "gpu-decode",
-               "upload", "gpu-preprocess", "forward", "output", "wall"]
+               "upload", "gpu-preprocess", "forward", "enqueue", "forward-wait", "output", "wall"]
 
 # goals: (label, getter name, comparison, target, unit, digits)
 GOALS = [
@@ -264,7 +264,9 @@ def section_stages(doc, out):
     out.append("")
     fb = any(t.get("nvjpeg_to_cpu") is not None for _, t in rows)
     out.append("Read, decode and cpu-preprocess are summed over the decoder threads; "
-               "the others are times of the pipeline's own thread, as swin reports them." +
+               "the others are times of the pipeline's own thread, as swin reports them (enqueue: "
+               "in the call that starts a batch's forward; forward-wait: blocked until the GPU has "
+               "finished it)." +
                (" \"GPU → CPU\": JPEGs that the GPU decoder (nvJPEG, or `--decoder gpu`) handed back to libjpeg on the CPU." if fb
                 else ""))
     out.append("")

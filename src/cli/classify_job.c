@@ -108,7 +108,7 @@ void job_gather(classify_job *j, cli_sink *sink, swin_pipeline_stats *st, int *l
     else if (cli_dist_send(d, sink->rec, sink->rec_len)) *lost = 1;
     double v[] = {st->images, st->failed, st->batches, st->threads, st->cpu_fallback, st->read_ms, st->decode_ms,
                   st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
-                  st->forward_ms, st->output_ms, st->pinned, *lost, *broken};
+                  st->forward_ms, st->output_ms, st->pinned, *lost, *broken, st->enqueue_ms, st->forward_wait_ms};
     cli_dist_sum(d, v, (int)(sizeof v / sizeof v[0]));
     if (d->rank != 0) return;
     st->images = (int)v[0];
@@ -128,4 +128,6 @@ void job_gather(classify_job *j, cli_sink *sink, swin_pipeline_stats *st, int *l
     st->pinned = v[14] > 0;
     *lost = v[15] > 0;
     *broken = v[16] > 0;
+    st->enqueue_ms = v[17];
+    st->forward_wait_ms = v[18];
 }

@@ -279,11 +279,11 @@ static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stat
             "swin %s: time per stage (ms; decoder stages summed over %d threads, %s slots, %d JPEGs from the GPU "
             "decoder to the CPU):\n"
             "  read %.1f  decode %.1f  cpu-preprocess %.1f\n"
-            "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  output %.1f  wall %.1f"
-            "  warm-up %.1f\n",
+            "  wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  gpu-preprocess %.1f  forward %.1f  enqueue %.1f"
+            "  forward-wait %.1f  output %.1f  wall %.1f  warm-up %.1f\n",
             CMD, st->threads, st->pinned ? "page-locked" : "pageable", st->cpu_fallback, st->read_ms, st->decode_ms,
             st->cpu_preprocess_ms, st->wait_ms, st->gpu_decode_ms, st->upload_ms, st->gpu_preprocess_ms,
-            st->forward_ms, st->output_ms, st->wall_ms, st->warmup_ms);
+            st->forward_ms, st->enqueue_ms, st->forward_wait_ms, st->output_ms, st->wall_ms, st->warmup_ms);
     if (st->nvjpeg_hw_images || st->nvjpeg_sw_images)
         fprintf(stderr, "  nvJPEG (%d decoders, summed; %d images on the JPEG engines, %d on the default backend; "
                 "%d batched set-ups, %d padding images): nvjpeg-parse %.1f  nvjpeg-engines %.1f  nvjpeg-default %.1f  "
@@ -295,8 +295,9 @@ static void print_timing(const swin_pipeline_stats *st, const swin_pipeline_stat
                 st->gpu_jpeg_refused, st->gpu_jpeg_stage_ms, st->gpu_jpeg_gpu_ms);
     for (int g = 0; per && n_gpus > 1 && g < n_gpus; g++)
         fprintf(stderr, "  cuda:%d: %d images in %d batches, wait-for-decode %.1f  gpu-decode %.1f  upload %.1f  "
-                "gpu-preprocess %.1f  forward %.1f\n", gpus[g], per[g].images, per[g].batches, per[g].wait_ms,
-                per[g].gpu_decode_ms, per[g].upload_ms, per[g].gpu_preprocess_ms, per[g].forward_ms);
+                "gpu-preprocess %.1f  forward %.1f  enqueue %.1f  forward-wait %.1f\n", gpus[g], per[g].images,
+                per[g].batches, per[g].wait_ms, per[g].gpu_decode_ms, per[g].upload_ms, per[g].gpu_preprocess_ms,
+                per[g].forward_ms, per[g].enqueue_ms, per[g].forward_wait_ms);
 }
 
 static int run(const classify_args *a, classify_job *j) {

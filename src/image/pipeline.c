@@ -204,9 +204,11 @@ static void start_batch(pipe_t *q, pipe_lane *l, int k) {
     sl->fmsg[0] = '\0';
     if (!ngood) return;
     int pad = q->gpu ? q->B : 0;
+    double t0 = now_ms();
     sl->fs = q->cpu_pre ? swin_forward_input_begin(l->s, sl->x, ngood, pad, sl->logits)
                         : swin_forward_images_begin(l->s, q->p, l->imgs, q->decoder != SWIN_DECODER_CPU ? l->on_device : NULL, ngood,
                                                     SWIN_PRE_DEVICE_GPU, pad, sl->logits);
+    l->st.enqueue_ms += now_ms() - t0;
     sl->begun = sl->fs == SWIN_OK;
     if (sl->fs != SWIN_OK) snprintf(sl->fmsg, sizeof sl->fmsg, "%s", swin_last_error());
 }
@@ -217,7 +219,9 @@ static void finish_batch(pipe_t *q, pipe_lane *l, int k) {
     int nb = swin_pipe_batch_len(q, k);
     if (sl->begun) {
         swin_images_timing t = {0};
+        double t0 = now_ms();
         sl->fs = swin_forward_end(l->s, &t);
+        l->st.forward_wait_ms += now_ms() - t0;
         if (sl->fs != SWIN_OK) snprintf(sl->fmsg, sizeof sl->fmsg, "%s", swin_last_error());
         l->st.upload_ms += t.upload_ms;
         l->st.gpu_preprocess_ms += t.preprocess_ms;
@@ -504,6 +508,8 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
         stats->upload_ms += ls->upload_ms;
         stats->gpu_preprocess_ms += ls->gpu_preprocess_ms;
         stats->forward_ms += ls->forward_ms;
+        stats->enqueue_ms += ls->enqueue_ms;
+        stats->forward_wait_ms += ls->forward_wait_ms;
         swin_pipe_add_gdec_stats(stats, &q.lanes[i].dec);
         if (per_session) per_session[i] = *ls;
     }

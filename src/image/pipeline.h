@@ -121,6 +121,9 @@ typedef struct {
     double gpu_decode_ms;          /* nvJPEG: on the calling thread, or summed over the nvJPEG
                                       decoder threads when there are several */
     double upload_ms, gpu_preprocess_ms, forward_ms;          /* per swin_images_timing */
+    double enqueue_ms;             /* the batch's thread in swin_forward_*_begin (checks, resize
+                                      plans, staging and launches; on the CPU all the work) */
+    double forward_wait_ms;        /* ... and blocked in swin_forward_end, waiting for the GPU */
     double output_ms;              /* on_result calls */
     /* nvJPEG mode: decoders, images by backend, batched set-ups, padding images, and the
      * decoders' time (ms, summed over the decoders) */
@@ -140,9 +143,9 @@ swin_status swin_pipeline_run(swin_session *s, const swin_preprocess_params *p, 
 
 /* The same over n_sessions sessions (1 .. SWIN_PIPELINE_MAX_SESSIONS) of one model, all on the
  * CPU or all on GPUs, each with a max batch >= o->batch, never the same session twice. With
- * several sessions the wait and GPU stages of stats are summed over the session threads;
- * per_session (NULL, or an array of n_sessions) receives each session's images, failed, batches,
- * wait, nvJPEG, upload, preprocess and forward times. One session: swin_pipeline_run. */
+ * several sessions the wait, enqueue, forward-wait and GPU stages of stats are summed over the
+ * session threads; per_session (NULL, or an array of n_sessions) receives each session's images,
+ * failed, batches, wait, nvJPEG, upload, preprocess, forward, enqueue and forward-wait times. One session: swin_pipeline_run. */
 swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_sessions, const swin_preprocess_params *p,
                                     const char *const *paths, int n, const swin_pipeline_options *o,
                                     swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats,
