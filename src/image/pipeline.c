@@ -294,6 +294,40 @@ static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, 
     swin_pipe_report_batch(q, q->nbatches - 1, on_result, ctx, stats);
 }
 
+/* q->reporter: the same steps on the session's lane thread, without the report, which the
+ * calling thread does (swin_pipe_run_lanes) once a batch's `ran` is set:
+ *   wait decoded(k) -> [GPU decode(k) into buffer k % 2] -> finish(k-1), ran(k-1) -> start(k)
+ * Waiting for batch k needs its slot, that is batch k - depth reported, which was marked ran
+ * at step k - depth + 1 <= k - 1 (depth >= 2): the two threads never wait on each other in a
+ * circle. */
+static void mark_ran(pipe_t *q, int k) {
+    pthread_mutex_lock(&q->mu);
+    q->slots[k % q->depth].ran = 1;
+    pthread_cond_broadcast(&q->batch_ran);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void swin_pipe_lane_pipelined(pipe_t *q, pipe_lane *l) {
+    for (int k = 0; k < q->nbatches; k++) {
+        pipe_slot *sl = &q->slots[k % q->depth];
+        double tw = now_ms();
+        pthread_mutex_lock(&q->mu);
+        swin_pipe_wait_decoded(q, k);
+        while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
+        pthread_mutex_unlock(&q->mu);
+        l->st.wait_ms += now_ms() - tw;
+        if (q->decoder != SWIN_DECODER_CPU && !q->nvj_running)
+            swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+        if (k > 0) {
+            finish_batch(q, l, k - 1);
+            mark_ran(q, k - 1);
+        }
+        start_batch(q, l, k);
+    }
+    finish_batch(q, l, q->nbatches - 1);
+    mark_ran(q, q->nbatches - 1);
+}
+
 // ---- warm-up: on a GPU, one full batch of a synthetic picture per session before the clock
 // starts, so that GEMM tuning, graph capture and the preprocessing buffers are done before the
 // first file (as PyTorch's compilation and warm-up are kept out of its timings)
@@ -421,6 +455,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.depth = depth < q.nbatches ? depth : q.nbatches;
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
+    q.reporter = q.n_lanes == 1 && swin_env_on("SWIN_PIPELINE_REPORTER", 0);
     q.decoder = dec_kind;
     q.gpu_share = gpu_share;
     q.gpu = so->device == SWIN_DEVICE_CUDA;
@@ -484,7 +519,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     if (started > 0 && q.n_nvj) swin_pipe_nvj_start(&q);   /* none started: the caller decodes */
     if (started == 0) {
         st = swin_fail(SWIN_ERR_MEMORY, "pipeline: cannot start a decoder thread");
-    } else if (q.n_lanes == 1 || swin_pipe_run_lanes(&q, on_result, ctx, stats) != 0) {
+    } else if ((q.n_lanes == 1 && !q.reporter) || swin_pipe_run_lanes(&q, on_result, ctx, stats) != 0) {
         run_inline(&q, on_result, ctx, stats);   /* one session, or no lane thread could start */
     }
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);

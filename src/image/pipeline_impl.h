@@ -74,6 +74,8 @@ typedef struct {
     pipe_slot *slots;
     pipe_lane *lanes;
     int n_lanes;
+    int reporter;                /* one session on a lane thread, the calling thread reporting
+                                    (SWIN_PIPELINE_REPORTER=1; swin_pipe_lane_pipelined) */
     pthread_mutex_t mu;
     pthread_cond_t slot_free, batch_done, batch_ran;
     int next;                    /* next input index to decode */
@@ -102,6 +104,10 @@ void swin_pipe_run_batch(pipe_t *q, pipe_lane *l, int k);
 /* Batches 0 .. nbatches-1 on q->n_lanes lane threads, each reported in order on the calling
  * thread (pipeline_multi.c). Returns 0, or -1 when no lane thread could start (nothing run). */
 int swin_pipe_run_lanes(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats);
+/* One session's batches on its lane thread (q->reporter), pipelined as run_inline in pipeline.c
+ * runs them: batch k's forward is started right after batch k-1's has ended, and k-1 is handed
+ * to the calling thread (its slot's `ran`), which reports it meanwhile. */
+void swin_pipe_lane_pipelined(pipe_t *q, pipe_lane *l);
 /* Report batch k in input order, then hand its slot to batch k + depth (calling thread). */
 void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
                             swin_pipeline_stats *stats);

@@ -20,6 +20,10 @@ typedef struct {
 static void *lane_main(void *arg) {
     pipe_t *q = ((lane_arg *)arg)->q;
     pipe_lane *l = ((lane_arg *)arg)->l;
+    if (q->reporter) {   /* one session */
+        swin_pipe_lane_pipelined(q, l);
+        return NULL;
+    }
     pthread_mutex_lock(&q->mu);
     while (q->next_run < q->nbatches) {
         int k = q->next_run++;
