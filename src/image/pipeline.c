@@ -270,6 +270,20 @@ void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result,
     pthread_mutex_unlock(&q->mu);
 }
 
+/* the first step of batch k with one session: wait until it is decoded (and its JPEGs, where GPU
+ * decoder threads decode them), else decode its JPEGs on the GPU here */
+static void take_batch(pipe_t *q, pipe_lane *l, int k) {
+    pipe_slot *sl = &q->slots[k % q->depth];
+    double tw = now_ms();
+    pthread_mutex_lock(&q->mu);
+    swin_pipe_wait_decoded(q, k);
+    while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+    l->st.wait_ms += now_ms() - tw;
+    if (q->decoder != SWIN_DECODER_CPU && !q->nvj_running)
+        swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+}
+
 /* One session, on the calling thread. Batch k's nvJPEG decoding and the wait for its files
  * overlap batch k-1's forward, and batch k-1 is reported while batch k's forward runs:
  *   wait decoded(k) -> [nvJPEG(k) into buffer k % 2] -> finish(k-1) -> start(k) -> report(k-1)
@@ -277,15 +291,7 @@ void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result,
 static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, swin_pipeline_stats *stats) {
     pipe_lane *l = &q->lanes[0];
     for (int k = 0; k < q->nbatches; k++) {
-        pipe_slot *sl = &q->slots[k % q->depth];
-        double tw = now_ms();
-        pthread_mutex_lock(&q->mu);
-        swin_pipe_wait_decoded(q, k);
-        while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
-        pthread_mutex_unlock(&q->mu);
-        l->st.wait_ms += now_ms() - tw;
-        if (q->decoder != SWIN_DECODER_CPU && !q->nvj_running)
-            swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+        take_batch(q, l, k);
         if (k > 0) finish_batch(q, l, k - 1);
         start_batch(q, l, k);   /* failures are reported per image */
         if (k > 0) swin_pipe_report_batch(q, k - 1, on_result, ctx, stats);
@@ -309,15 +315,7 @@ static void mark_ran(pipe_t *q, int k) {
 
 void swin_pipe_lane_pipelined(pipe_t *q, pipe_lane *l) {
     for (int k = 0; k < q->nbatches; k++) {
-        pipe_slot *sl = &q->slots[k % q->depth];
-        double tw = now_ms();
-        pthread_mutex_lock(&q->mu);
-        swin_pipe_wait_decoded(q, k);
-        while (q->nvj_running && !sl->gpu_decoded) pthread_cond_wait(&q->batch_done, &q->mu);
-        pthread_mutex_unlock(&q->mu);
-        l->st.wait_ms += now_ms() - tw;
-        if (q->decoder != SWIN_DECODER_CPU && !q->nvj_running)
-            swin_pipe_gpu_decode(q, &l->dec, &l->px[k % 2], k, &l->st.cpu_fallback, &l->st.gpu_decode_ms);
+        take_batch(q, l, k);
         if (k > 0) {
             finish_batch(q, l, k - 1);
             mark_ran(q, k - 1);
