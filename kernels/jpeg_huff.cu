@@ -104,8 +104,7 @@ jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes, const s
     __syncthreads();
     if (active) {
         int ended = 0;
-        const int err = swin_jp_write(&c, start, (t + 1) * S, pre[t].g, pre[t].dc, coef, &ended);
-        pre[t].err = err;
+        pre[t].err = swin_jp_write(&c, start, (t + 1) * S, pre[t].g, pre[t].dc, coef, &ended);
         if (ended) ended_any = 1;
     }
     __syncthreads();

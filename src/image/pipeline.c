@@ -300,30 +300,31 @@ static void run_inline(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx, 
     swin_pipe_report_batch(q, q->nbatches - 1, on_result, ctx, stats);
 }
 
-/* q->reporter: the same steps on the session's lane thread, without the report, which the
- * calling thread does (swin_pipe_run_lanes) once a batch's `ran` is set:
- *   wait decoded(k) -> [GPU decode(k) into buffer k % 2] -> finish(k-1), ran(k-1) -> start(k)
- * Waiting for batch k needs its slot, that is batch k - depth reported, which was marked ran
- * at step k - depth + 1 <= k - 1 (depth >= 2): the two threads never wait on each other in a
- * circle. */
-static void mark_ran(pipe_t *q, int k) {
+/* batch k has run (pipeline_impl.h) */
+void swin_pipe_mark_ran(pipe_t *q, int k) {
     pthread_mutex_lock(&q->mu);
     q->slots[k % q->depth].ran = 1;
     pthread_cond_broadcast(&q->batch_ran);
     pthread_mutex_unlock(&q->mu);
 }
 
+/* q->reporter: the same steps on the session's lane thread, without the report, which the
+ * calling thread does (swin_pipe_run_lanes) once a batch's `ran` is set:
+ *   wait decoded(k) -> [GPU decode(k) into buffer k % 2] -> finish(k-1), ran(k-1) -> start(k)
+ * Waiting for batch k needs its slot, that is batch k - depth reported, which was marked ran
+ * at step k - depth + 1 <= k - 1 (depth >= 2): the two threads never wait on each other in a
+ * circle. */
 void swin_pipe_lane_pipelined(pipe_t *q, pipe_lane *l) {
     for (int k = 0; k < q->nbatches; k++) {
         take_batch(q, l, k);
         if (k > 0) {
             finish_batch(q, l, k - 1);
-            mark_ran(q, k - 1);
+            swin_pipe_mark_ran(q, k - 1);
         }
         start_batch(q, l, k);
     }
     finish_batch(q, l, q->nbatches - 1);
-    mark_ran(q, q->nbatches - 1);
+    swin_pipe_mark_ran(q, q->nbatches - 1);
 }
 
 // ---- warm-up: on a GPU, one full batch of a synthetic picture per session before the clock

@@ -108,6 +108,8 @@ int swin_pipe_run_lanes(pipe_t *q, swin_pipeline_result_fn on_result, void *ctx,
  * runs them: batch k's forward is started right after batch k-1's has ended, and k-1 is handed
  * to the calling thread (its slot's `ran`), which reports it meanwhile. */
 void swin_pipe_lane_pipelined(pipe_t *q, pipe_lane *l);
+/* Batch k has run: its slot's `ran`, for the calling thread that reports it (takes q->mu). */
+void swin_pipe_mark_ran(pipe_t *q, int k);
 /* Report batch k in input order, then hand its slot to batch k + depth (calling thread). */
 void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result, void *ctx,
                             swin_pipeline_stats *stats);

@@ -32,9 +32,8 @@ static void *lane_main(void *arg) {
         pthread_mutex_unlock(&q->mu);
         l->st.wait_ms += swin_pipe_now_ms() - tw;
         swin_pipe_run_batch(q, l, k);
+        swin_pipe_mark_ran(q, k);
         pthread_mutex_lock(&q->mu);
-        q->slots[k % q->depth].ran = 1;
-        pthread_cond_broadcast(&q->batch_ran);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
