@@ -4,7 +4,7 @@
 # compute-sanitizer; logs into OUTDIR, one summary table printed last.
 #
 #   bash tools/gpu_check.sh [--out DIR] [--build-dir DIR] [--no-ctest] [--no-cpu-suite]
-#                           [--no-verify] [--no-sanitizers] [--cpu-dry-run]
+#                           [--no-verify] [--no-sanitizers] [--sanitize "TEST..."] [--cpu-dry-run]
 #
 #   1. cJSON / stb / libjpeg-turbo: when not installed, the .debs/ packages are unpacked into a
 #      temporary prefix
@@ -27,6 +27,8 @@
 # --no-ctest / --no-verify / --no-sanitizers skip step 3 / 4 / 5 (the summary says "not run"), to
 #   split the check over several calls of a machine with a time limit per command;
 #   --no-cpu-suite runs only `ctest -L gpu` in step 3 (CI runs the rest).
+# --sanitize "TEST...": step 5 over those GPU tests only (e.g. "test_gpu_jpeg_huff test_gpu_pipeline"
+#   after a change to their kernels), without the verify memchecks; the summary lists what ran.
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
 # Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
@@ -39,6 +41,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 dry=0 run_ctest=1 run_cpu_suite=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
+san_tests="test_gpu_attention test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
+san_verify=1
 while [ $# -gt 0 ]; do
   case $1 in
     --cpu-dry-run) dry=1 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --no-cpu-suite) run_cpu_suite=0 ;;
     --no-verify) run_verify=0 ;;
     --no-sanitizers) run_san=0 ;;
+    --sanitize) san_tests=${2:?--sanitize needs a list of tests}; san_verify=0; shift ;;
     --build-dir) build=${2:?--build-dir needs a value}; shift ;;
     --out) out=${2:?--out needs a value}; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -221,7 +226,7 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   step "compute-sanitizer"
   fx=tests/data/ref_timm_v1_w7
   [ -d $fx ] || fx=${fixtures[0]%/}
-  if [ -n "$fx" ]; then
+  if [ -n "$fx" ] && [ $san_verify = 1 ]; then
     sanitize "memcheck: verify fp16 $(basename "$fx")" memcheck "$build/swin" verify \
       --model "$fx" --reference "$fx/reference.safetensors" --device cuda --precision fp16
     sanitize "memcheck: verify fp8 $(basename "$fx")" memcheck "$build/swin" verify \
@@ -231,8 +236,7 @@ if [ $dry = 0 ] && [ $build_ok = 1 ] && [ $run_san = 1 ]; then
   # the persistent TMA GEMM (kernels/sm90/gemm_tma.cu) on every shape the tests give it, not only
   # on outputs of 2 x SMs tiles as by default, and on the linear layers without GELU as well
   export SWIN_GEMM_TMA_MIN_TILES=0 SWIN_GEMM_TMA_LINEAR=1
-  for t in test_gpu_attention test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_preprocess test_gpu_jpeg_exact \
-           test_gpu_jpeg_huff test_gpu_pipeline; do
+  for t in $san_tests; do
     if [ -x "$build/tests/$t" ]; then
       # racecheck on the attention: the quick cases with one image and one head, fused kernels only
       # (SWIN_TEST_QUICK=2: racecheck reports hazards inside cuBLAS's own sm90 GEMMs, which the
@@ -286,6 +290,7 @@ step "summary"
     while IFS='|' read -r name rc n summary; do
       echo "sanitizer $name: $n errors (exit $rc; $summary)"
     done <"$work/san.tsv"
+    [ $san_verify = 0 ] && echo "sanitizers: only $san_tests (--sanitize; no verify memchecks)"
   else
     echo "sanitizers: not run$([ $dry = 1 ] && echo " (CPU dry run)")$([ $run_san = 0 ] && echo " (--no-sanitizers)")"
   fi
