@@ -3,11 +3,14 @@
  *   jp_kernel   SWIN_JP_THREADS threads (SWIN_JPEG_GPU_PIECES=v1: the first kernel's 256, with
  *               its longer pieces: jpeg_par.h): the image's record and Huffman tables into shared
  *               memory; round 0 and the synchronisation rounds (each thread one piece of the
- *               unstuffed data; the exits in shared memory, double-buffered, a round ending with
+ *               staged data; the exits in shared memory, double-buffered, a round ending with
  *               __syncthreads_or of "some start changed"); the prefix sums of blocks and DC
  *               differences (thread 0, into the round buffer the last round left free); phase 2
  *               (the coefficients written); the image's status: the first failing piece's code,
- *               in the order of the data.
+ *               in the order of the data. Restart intervals: the interval starts (after the
+ *               image's staged data, jpeg_par.h) are read from global memory by swin_jp_run; the
+ *               prefix sums restart where a piece passed one (swin_jp_prefix_step) and phase 2
+ *               checks each piece's end against its last round's (swin_jp_write).
  * The CPU emulation of this block (jpeg_par.c) runs the same functions in the same order.
  * Measured on the H200 (2026-11-27, the 49 photos of the end-to-end benchmark repeated to 256
  * images, build/tests/test_gpu_jpeg_huff . PHOTOS... --time 256, two runs each): entropy
@@ -96,15 +99,17 @@ jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes, const s
         uint32_t p[3] = {0, 0, 0};
         for (int i = 0; i < np; i++) {
             const swin_jp_state e = ex[last][i];
-            pre[i].g = g;
-            for (int k = 0; k < 3; k++) pre[i].dc[k] = p[k], p[k] += e.dc[k];
-            g += e.blocks;
+            long long g0;
+            uint32_t p0[3];
+            swin_jp_prefix_step(&e, &g, p, &g0, p0);
+            pre[i].g = g0;
+            for (int k = 0; k < 3; k++) pre[i].dc[k] = p0[k];
         }
     }
     __syncthreads();
     if (active) {
         int ended = 0;
-        pre[t].err = swin_jp_write(&c, start, (t + 1) * S, pre[t].g, pre[t].dc, coef, &ended);
+        pre[t].err = swin_jp_write(&c, start, (t + 1) * S, pre[t].g, pre[t].dc, &ex[last][t], coef, &ended);
         if (ended) ended_any = 1;
     }
     __syncthreads();
@@ -115,11 +120,13 @@ jp_kernel(int16_t *__restrict__ coef, const uint8_t *__restrict__ bytes, const s
     }
 }
 
-/* the record's data, tables and coefficients within the buffers, its layout one the decoder takes */
+/* the record's data, interval starts, tables and coefficients within the buffers, its layout one the
+ * decoder takes: a whole image, or a part of whole restart intervals (swin_jp_split), with as many
+ * interval starts as its restart interval gives */
 static swin_status jh_check(const char *op, int k, const swin_jh_image *m, size_t coef_elems, size_t n_bytes,
                             int n_tables) {
     const swin_jx_image *r = &m->rec;
-    int ok = (r->nc == 1 || r->nc == 3) && m->ns == r->nc && m->mcux >= 1 && m->mcuy >= 1 && m->restart == 0 &&
+    int ok = (r->nc == 1 || r->nc == 3) && m->ns == r->nc && m->mcux >= 1 && m->mcuy >= 1 && m->restart >= 0 &&
              m->data >= 0 && m->data_len >= 0 && m->data_len < (1ll << 28) &&
              (unsigned long long)m->data + (unsigned long long)m->data_len <= n_bytes && m->table >= 0;
     int bpm = 0;
@@ -133,12 +140,22 @@ static swin_status jh_check(const char *op, int k, const swin_jh_image *m, size_
         seen |= 1 << (ok ? c : 0);
         bpm += ok ? m->hs[s] * m->vs[s] : 0;
     }
-    ok = ok && bpm <= SWIN_JP_MAX_BPM;
+    ok = ok && bpm >= 1 && bpm <= SWIN_JP_MAX_BPM;
+    const long long n_mcu = (long long)m->mcux * m->mcuy, rb = (long long)m->restart * bpm;
+    /* a part: whole intervals of the image's blocks */
+    ok = ok && (m->n_blocks == 0 ? m->g0 == 0
+                                 : m->n_blocks > 0 && m->restart > 0 && m->g0 >= 0 && m->g0 % rb == 0 &&
+                                       m->n_blocks % bpm == 0 && m->g0 + m->n_blocks <= n_mcu * bpm);
+    const long long mcus = ok ? (m->n_blocks ? m->n_blocks / bpm : n_mcu) : 0;
+    const long long n_rst = ok && m->restart > 0 ? (mcus + m->restart - 1) / m->restart - 1 : 0;
+    ok = ok && m->n_rst == n_rst &&
+         (!n_rst || (m->rst >= 0 && m->rst % 4 == 0 && (unsigned long long)m->rst + 4ull * n_rst <= n_bytes));
     if (!ok)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: image %d: a bad record (%d components, %d in the scan, %dx%d MCUs, "
-                         "restart interval %d, data at %lld + %lld of %zu bytes, tables from %d of %d, %zu "
-                         "coefficients)", op, k, r->nc, m->ns, m->mcux, m->mcuy, m->restart, m->data, m->data_len,
-                         n_bytes, m->table, n_tables, coef_elems);
+                         "restart interval %d with %d interval starts at %lld, blocks %lld + %lld, data at %lld + "
+                         "%lld of %zu bytes, tables from %d of %d, %zu coefficients)", op, k, r->nc, m->ns, m->mcux,
+                         m->mcuy, m->restart, m->n_rst, m->rst, m->g0, m->n_blocks, m->data, m->data_len, n_bytes,
+                         m->table, n_tables, coef_elems);
     return SWIN_OK;
 }
 

@@ -216,8 +216,9 @@ swin_status swin_jpeg_exact_cuda(uint8_t *dst, size_t dst_bytes, const int16_t *
 
 /* ---- entropy decoding of baseline JPEGs (kernels/jpeg_huff.cu; the parallel decoder of
  * src/image/jpeg_par.h): image k of n, described by img_host[k] (jpeg.h swin_jpeg_read_scan, its
- * data unstuffed by swin_jp_unstuff: img.data and img.data_len moved to the unstuffed bytes in the
- * batch's buffer, its table index into tables; no restart markers), is decoded into its
+ * data staged by swin_jp_stage: img.data, img.data_len and, with restart markers, img.rst and
+ * img.n_rst moved to the staged bytes in the batch's buffer (img.rst 4-byte aligned), its table
+ * index into tables; or a part of it, swin_jp_split), is decoded into its
  * coefficients in coef (device, coef_elems int16, zeroed by the op first); status[k] (device)
  * receives SWIN_JH_OK or why the image is left to libjpeg. bytes (n_bytes) and tables (n_tables)
  * are device memory; img_dev: device room for n records, copied there on st (asynchronously

@@ -12,13 +12,23 @@
  *    whatever it refuses goes back to libjpeg. Counts printed; no crash, no read out of bounds
  *    (ASan+UBSan in CI);
  * 4. in all of the above, the parallel decoder (jpeg_par.h, its GPU thread block emulated on the
- *    CPU) on every file whose data unstuffs (no restart markers): it accepts exactly what the
- *    sequential decoder accepts, with the same coefficients.
+ *    CPU) on every file whose data it stages (restart markers in sequence, nothing but the
+ *    end-of-image marker after the data): it accepts exactly what the sequential decoder accepts,
+ *    with the same coefficients, or leaves the image undecided (SWIN_JP_NO_SYNC: to libjpeg),
+ *    which no undamaged file may be with the kernel's pieces;
+ * 5. restart intervals made by libjpeg's encoder (grey and YCbCr 4:4:4 / 4:2:2 / 4:2:0, 1 to 4
+ *    MCUs an interval, flat to noisy pictures, qualities 5 to 90, up to 320x240): the sequential
+ *    decoder gives libjpeg's coefficients, and the parallel one, with the kernel's pieces and with
+ *    64-bit ones, the same or leaves the image undecided. Phase 2's check may refuse only an image
+ *    whose MCUs can be shorter than a byte (grey, 4:4:4: the ambiguity jpeg_par.h describes), and
+ *    must meet that case at least once; 64-bit pieces may also find no fixed point.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jpeglib.h>
 
 #include "jpeg.h"
 #include "jpeg_par.h"
@@ -27,22 +37,49 @@
 
 static const char *const WHY[SWIN_JH_N] = {"ok", "bad code", "run past 63", "DC out of range", "no data",
                                            "bad restart", "bad end", "coefficient range"};
-static int g_decoded, g_unsupported, g_refused, g_par, g_par_rounds, g_small, g_small_multi;
+static int g_decoded, g_unsupported, g_refused, g_par, g_par_rounds, g_par_rst, g_par_nosync, g_small, g_small_multi;
+static int g_split, g_split_max;
+
+/* staged image m (bytes u; u_len bytes of it) split into parts of about split_bits
+ * (swin_jp_split, on a copy of u), each decoded by the parallel decoder into coef (zero on entry):
+ * the first failing part's status (SWIN_JP_NO_SYNC when it was undecided), as the GPU decoder takes
+ * it, else SWIN_JH_OK; *parts: how many */
+static int par_parts(const swin_jh_image *m, const uint8_t *u, size_t u_len, const swin_jh_table *tables, int16_t *coef,
+                     int32_t split_bits, int32_t min_bits, int *parts) {
+    enum { MAX = 64 };
+    swin_jh_image part[MAX];
+    uint8_t *v = malloc(u_len + 4);
+    if (!v) return SWIN_JH_NO_DATA;
+    memcpy(v, u, u_len);
+    const int n = swin_jp_split(m, v, split_bits, MAX, part);
+    int status = SWIN_JH_OK, rounds;
+    for (int p = 0; p < n; p++) {
+        const int e = swin_jp_decode_host(&part[p], v, tables, coef, SWIN_JP_THREADS, min_bits, &rounds);
+        if (!status) status = e;
+    }
+    free(v);
+    *parts = n;
+    return status;
+}
 
 /* the parallel decoder against the sequential one's verdict e and coefficients ref (NULL when
- * refused); returns 1 when it ran (the data unstuffs) */
-static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan *sc, int e, const int16_t *ref) {
-    uint8_t *u = malloc((size_t)sc->img.data_len + 1);
-    size_t ulen = 0;
-    if (!u || swin_jp_unstuff(data + sc->img.data, (size_t)sc->img.data_len, u, &ulen) != 0 || sc->img.restart) {
+ * refused); returns 1 when it ran (the data stages) */
+static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan *sc, int e, const int16_t *ref,
+                     int damaged) {
+    uint8_t *u = malloc(swin_jp_stage_cap(&sc->img));
+    swin_jh_image m = sc->img;
+    if (!u || swin_jp_stage(data, &m, u) != 0) {
         free(u);
         return 0;
     }
-    swin_jh_image m = sc->img;
-    m.data = 0, m.data_len = (long long)ulen;
+    if (m.n_rst) g_par_rst++;
     int16_t *coef = calloc(sc->n_coef, sizeof *coef);
     int rounds = 0, pe = coef ? swin_jp_decode_host(&m, u, sc->tables, coef, SWIN_JP_THREADS, SWIN_JP_MIN_BITS, &rounds) : -1;
-    CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder %d, sequential %d", name, pe, e);
+    if (pe == SWIN_JP_NO_SYNC) {   /* undecided: left to libjpeg; only damaged data may be */
+        g_par_nosync++;
+        CHECK(damaged, "%s: the parallel decoder did not decide an undamaged file", name);
+    } else
+        CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: parallel decoder %d, sequential %d", name, pe, e);
     if (pe == SWIN_JH_OK && e == SWIN_JH_OK && ref)
         CHECK(memcmp(coef, ref, sc->n_coef * sizeof *coef) == 0, "%s: the parallel decoder's coefficients differ", name);
     g_par++;
@@ -61,6 +98,24 @@ static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan
                   "%s: the parallel decoder's coefficients differ (256-bit pieces)", name);
         g_small++;
         if (small_rounds > 2) g_small_multi++;
+    }
+    /* with restart intervals: split into parts of about 1024 bits (many, where the data allows),
+     * each decoded on its own as the kernel's thread blocks would */
+    if (m.n_rst) {
+        int parts = 0;
+        memset(coef, 0, sc->n_coef * sizeof *coef);
+        pe = par_parts(&m, u, swin_jp_staged_len(&m), sc->tables, coef, 1024, SWIN_JP_MIN_BITS, &parts);
+        if (pe == SWIN_JP_NO_SYNC) {
+            CHECK(damaged, "%s: split into %d parts, undecided", name, parts);
+        } else {
+            CHECK((pe == SWIN_JH_OK) == (e == SWIN_JH_OK), "%s: %d parts: parallel decoder %d, sequential %d", name,
+                  parts, pe, e);
+            if (pe == SWIN_JH_OK && e == SWIN_JH_OK && ref)
+                CHECK(memcmp(coef, ref, sc->n_coef * sizeof *coef) == 0, "%s: %d parts: the coefficients differ", name,
+                      parts);
+        }
+        if (parts > 1) g_split++;
+        if (parts > g_split_max) g_split_max = parts;
     }
     free(coef), free(u);
     return 1;
@@ -102,7 +157,7 @@ static void check_file(const char *path, const uint8_t *data, size_t size) {
                path, sc.img.rec.w, sc.img.rec.h, sc.img.rec.nc, sc.img.restart, diff, sc.n_coef);
         CHECK(diff == 0, "%s: %zu coefficients differ from libjpeg's", path, diff);
         g_decoded++;
-        if (check_par(path, data, &sc, e, coef)) printf("ok   %-52s the parallel decoder agrees\n", path);
+        if (check_par(path, data, &sc, e, coef, 0)) printf("ok   %-52s the parallel decoder agrees\n", path);
     }
     swin_jpeg_coefs_free(&ref);
     free(coef);
@@ -126,7 +181,7 @@ static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by
     swin_status ws = swin_jpeg_decode(bad, size, "damaged.jpg", NULL, NULL, &whole, &custom);
     *refused_by_libjpeg += ws != SWIN_OK;
     int accepted = e == SWIN_JH_OK;
-    if (e >= 0) check_par("damaged.jpg", bad, &sc, e, coef);
+    if (e >= 0) check_par("damaged.jpg", bad, &sc, e, coef, 1);
     if (accepted && CHECK(ws == SWIN_OK, "damaged copy %d: accepted here, refused by libjpeg (%s)", t, swin_last_error())) {
         swin_jpeg_coefs ref;
         if (CHECK(swin_jpeg_read_coefs(bad, size, "damaged.jpg", &ref) == SWIN_OK, "damaged copy %d: %s", t,
@@ -148,6 +203,106 @@ static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by
     return accepted;
 }
 
+/* a w x h picture (nc 1: grey, 3: RGB, luma sampled hs x vs) through libjpeg's encoder with a
+ * restart interval of ri MCUs; flat 0: noise, 1: nearly flat, 2: one value. malloc'd, *n bytes */
+static unsigned char *encode(int w, int h, int nc, int hs, int vs, int quality, int ri, int flat, unsigned seed,
+                             unsigned long *n) {
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    *n = 0;
+    jpeg_mem_dest(&c, &out, n);
+    c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h, c.input_components = nc;
+    c.in_color_space = nc == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, quality, TRUE);
+    c.restart_interval = (unsigned)ri;
+    if (nc == 3) c.comp_info[0].h_samp_factor = hs, c.comp_info[0].v_samp_factor = vs;
+    jpeg_start_compress(&c, TRUE);
+    unsigned char *row = malloc((size_t)w * nc);
+    for (unsigned s = seed; row && c.next_scanline < (JDIMENSION)h;) {
+        for (int i = 0; i < w * nc; i++) {
+            s = s * 1103515245u + 12345u;
+            row[i] = (unsigned char)(flat == 2 ? 100 : flat == 1 ? 128 + (s >> 16) % 3 : (s >> 16) & 255);
+        }
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    return out;
+}
+
+static void check_encoded_restarts(void) {
+    int files = 0, several = 0, undecided_kernel = 0, undecided_small = 0, ambiguous = 0, split = 0;
+    for (int k = 0; k < 192; k++) {
+        const int layout = k % 4, nc = layout ? 3 : 1, hs = layout >= 2 ? 2 : 1, vs = layout == 3 ? 2 : 1;
+        const int quality = (const int[]){5, 20, 50, 90}[k / 4 % 4], ri = 1 + k / 16 % 4, flat = k / 64 % 3;
+        const int w = k % 8 == 7 ? 320 : 24 + k % 41, h = k % 8 == 7 ? 240 : 16 + k % 29;
+        unsigned long n = 0;
+        unsigned char *data = encode(w, h, nc, hs, vs, quality, ri, flat, 7u * k + 1, &n);
+        char name[128];
+        snprintf(name, sizeof name, "encoded_%d (%dx%d, %s, quality %d, restart every %d MCUs)", k, w, h,
+                 (const char *[]){"grey", "4:4:4", "4:2:2", "4:2:0"}[layout], quality, ri);
+        swin_jpeg_scan sc;
+        swin_jpeg_coefs ref;
+        if (!CHECK(data && swin_jpeg_read_scan(data, n, name, &sc) == SWIN_OK && sc.img.restart == ri, "%s: %s", name,
+                   swin_last_error()) ||
+            !CHECK(swin_jpeg_read_coefs(data, n, name, &ref) == SWIN_OK, "%s: %s", name, swin_last_error())) {
+            free(data);
+            continue;
+        }
+        int16_t *a = calloc(sc.n_coef, sizeof *a), *b = calloc(sc.n_coef, sizeof *b);
+        uint8_t *u = malloc(swin_jp_stage_cap(&sc.img));
+        swin_jh_image m = sc.img;
+        if (CHECK(a && b && u, "out of memory") && CHECK(swin_jp_stage(data, &m, u) == 0, "%s: not staged", name)) {
+            const int e = swin_jh_decode(&sc.img, data, sc.tables, a);
+            CHECK(e == SWIN_JH_OK && !memcmp(a, ref.buf, sc.n_coef * sizeof *a),
+                  "%s: the sequential decoder (%d) against libjpeg's coefficients", name, e);
+            for (int small = 0; small < 2; small++) {
+                int rounds;
+                memset(b, 0, sc.n_coef * sizeof *b);
+                const int32_t bits = small ? 64 : SWIN_JP_MIN_BITS;
+                const int pe = swin_jp_decode_host(&m, u, sc.tables, b, SWIN_JP_THREADS, bits, &rounds);
+                if (pe == SWIN_JP_NO_SYNC) {   /* no fixed point (64-bit pieces), or phase 2's check */
+                    if (small) undecided_small++;
+                    else undecided_kernel++;
+                    const int checked = rounds < SWIN_JP_MAX_ROUNDS;
+                    ambiguous += checked;
+                    CHECK(!checked || layout < 2, "%s: refused by phase 2's check with %d-bit pieces, yet its MCUs "
+                          "are 8 bits or more (4 blocks of 2 bits at least)", name, (int)bits);
+                    CHECK(small || layout < 2, "%s: undecided with the kernel's pieces", name);
+                } else {
+                    CHECK(pe == SWIN_JH_OK && !memcmp(b, a, sc.n_coef * sizeof *b),
+                          "%s: the parallel decoder (%d-bit pieces) %d, coefficients %s", name, (int)bits, pe,
+                          pe ? "-" : "differ");
+                }
+                if (!small && m.data_len * 8 > SWIN_JP_MIN_BITS) several++;   /* several of the kernel's pieces */
+            }
+            int parts = 0;   /* in parts of about 512 bits: one or a few intervals each */
+            memset(b, 0, sc.n_coef * sizeof *b);
+            const int pe = par_parts(&m, u, swin_jp_staged_len(&m), sc.tables, b, 512, SWIN_JP_MIN_BITS, &parts);
+            if (pe == SWIN_JP_NO_SYNC) CHECK(layout < 2, "%s: %d parts, undecided", name, parts);
+            else CHECK(pe == SWIN_JH_OK && !memcmp(b, a, sc.n_coef * sizeof *b), "%s: %d parts: %d, coefficients %s",
+                       name, parts, pe, pe ? "-" : "differ");
+            split += parts > 1;
+            files++;
+        }
+        swin_jpeg_coefs_free(&ref);
+        free(a), free(b), free(u), free(data);
+    }
+    printf("ok   %d JPEGs with restart intervals from libjpeg's encoder (%d of several pieces): undecided %d with the "
+           "kernel's pieces, %d with 64-bit pieces (%d of all by phase 2's check), else the sequential decoder's "
+           "coefficients; %d split into parts of about 512 bits, the same\n", files, several, undecided_kernel,
+           undecided_small, ambiguous, split);
+    CHECK(files == 192 && several >= 10 && split >= 60, "%d encoded files, %d of several pieces, %d split", files,
+          several, split);
+    CHECK(ambiguous > 0, "phase 2's check never met an interval whose MCUs end within a byte of its end");
+}
+
 int main(int argc, char **argv) {
     const char *src = argc > 1 ? argv[1] : ".";
     char dir[1024], path[1400];
@@ -161,6 +316,7 @@ int main(int argc, char **argv) {
     CHECK(g_unsupported >= 5, "%d fixtures not covered (expected >= 5: progressive and CMYK)", g_unsupported);
     CHECK(g_refused >= 1, "%d fixtures refused (expected >= 1: junk before the end-of-image marker)", g_refused);
     for (int i = 2; i < argc; i++) check_path(argv[i]);
+    check_encoded_restarts();
 
     /* damaged copies of two files (one with restart markers) */
     const char *victims[2] = {"baseline_420_160x120.jpg", "restart_blocks_420_120x80.jpg"};
@@ -201,8 +357,13 @@ int main(int argc, char **argv) {
         CHECK(accepted < tries, "%s: every damaged copy accepted", victims[v]);
         free(bad), free(data);
     }
-    printf("ok   the parallel decoder ran on %d files (at most %d rounds to synchronise); with 256-bit pieces it "
-           "decided %d, %d of them after more than 2 rounds\n", g_par, g_par_rounds, g_small, g_small_multi);
+    printf("ok   the parallel decoder ran on %d files (%d with restart markers; at most %d rounds to synchronise; %d "
+           "damaged ones undecided); with 256-bit pieces it decided %d, %d of them after more than 2 rounds\n", g_par,
+           g_par_rst, g_par_rounds, g_par_nosync, g_small, g_small_multi);
+    CHECK(g_par_rst >= 100, "the parallel decoder ran on only %d files with restart markers", g_par_rst);
+    printf("ok   split at restart intervals into parts of about 1024 bits: %d files (up to %d parts)\n", g_split,
+           g_split_max);
+    CHECK(g_split >= 100 && g_split_max >= 8, "only %d files split (at most %d parts)", g_split, g_split_max);
     CHECK(g_small_multi >= 20, "only %d files needed several rounds with 256-bit pieces", g_small_multi);
     CHECK(g_par >= 150, "the parallel decoder ran on only %d files", g_par);
     for (int i = 0; i < nn; i++) free(names[i]);

@@ -1,7 +1,7 @@
 /* jpeg_gpu.h - Pillow-exact JPEG decoding on the GPU for a batch (src/image/jpeg_gpu.c). Internal.
  *
  *   swin_jpeg_scan sc[n];                        // per file: swin_jpeg_read_scan, then its data
- *                                                // unstuffed with swin_jp_unstuff (a CPU thread)
+ *                                                // staged with swin_jp_stage (a CPU thread)
  *   swin_jpeg_gpu *g;
  *   swin_jpeg_gpu_create(0, &g);                  // cuda:0
  *   swin_nvjpeg_buffer px = {0};                  // device pixels the caller owns
@@ -35,9 +35,9 @@ extern "C" {
 typedef struct swin_jpeg_gpu swin_jpeg_gpu;
 
 typedef struct {
-    const uint8_t *data;          /* host: its entropy-coded data, unstuffed (swin_jp_unstuff) at
-                                     data + scan->img.data, scan->img.data_len bytes */
-    const swin_jpeg_scan *scan;   /* its scan (swin_jpeg_read_scan; no restart markers) */
+    const uint8_t *data;          /* host: its entropy-coded data as swin_jp_stage leaves it
+                                     (scan->img.data 0: swin_jp_staged_len(&scan->img) bytes) */
+    const swin_jpeg_scan *scan;   /* its scan (swin_jpeg_read_scan, then swin_jp_stage) */
     const char *name;
 } swin_jpeg_gpu_input;
 
@@ -48,6 +48,12 @@ void swin_jpeg_gpu_free(swin_jpeg_gpu *g);
  * itself fails (then every out[i].ok is 0). Synchronous: the pixels are ready on return. */
 swin_status swin_jpeg_gpu_decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_jpeg_gpu_input *in, int n,
                                  swin_nvjpeg_image *out);
+
+/* Images with restart intervals are decoded in parts of about *bits bits of data, a thread block
+ * a part (jpeg_par.h swin_jp_split): the kernel configuration's swin_jp_split_bits, or
+ * SWIN_JPEG_GPU_SPLIT=BITS from the environment (0: never split: an image a block, as before, to
+ * compare the two; a bad value is SWIN_ERR_ARGUMENT). */
+swin_status swin_jpeg_gpu_split_bits(int32_t *bits);
 
 /* Counts and time (milliseconds of the calling thread), summed over the decoder's calls. */
 typedef struct {

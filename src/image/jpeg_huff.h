@@ -55,6 +55,14 @@ typedef struct {
     int dc[3], ac[3];        /* each scan component's tables, relative to `table` */
     int mcux, mcuy;          /* MCUs per row, MCU rows */
     int restart;             /* restart interval in MCUs, 0 when none */
+    /* the parallel decoder's data (jpeg_par.h, swin_jp_stage) only: the restart markers taken out,
+     * the bit position where each interval after the first begins, as int32 at byte offset rst of
+     * the same buffer as data; n_rst of them (intervals - 1; 0 without restart markers) */
+    long long rst;
+    int n_rst;
+    /* a part of the image (swin_jp_split): its blocks g0 .. g0 + n_blocks - 1 (in decoding order),
+     * whole restart intervals; n_blocks 0: the whole image (g0 0) */
+    long long g0, n_blocks;
 } swin_jh_image;
 
 /* why swin_jh_decode refused an image (0: decoded) */

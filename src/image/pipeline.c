@@ -86,18 +86,16 @@ static void *arena_alloc(void *ctx, size_t bytes) {
     return p;
 }
 
-/* SWIN_DECODER_GPU: the JPEG's scan (it->scan) and its entropy-coded data unstuffed (it->ent),
- * 1; 0 (nothing kept) when the GPU decoder does not cover it (progressive, restart markers, ...) */
-static int take_scan(pipe_item *it, const uint8_t *buf, size_t len, const char *path) {
+/* SWIN_DECODER_GPU: the JPEG's scan (it->scan) and its entropy-coded data as the GPU decoder
+ * reads it (it->ent: unstuffed, restart markers taken out), 1; 0 (nothing kept) when the GPU
+ * decoder does not cover it (progressive, markers out of place, ...), or when it has restart
+ * intervals and q->gpu_restarts is 0 */
+static int take_scan(const pipe_t *q, pipe_item *it, const uint8_t *buf, size_t len, const char *path) {
     it->scan = malloc(sizeof *it->scan);
-    it->ent = malloc(len);
-    size_t ulen = 0;
-    if (it->scan && it->ent && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK && !it->scan->img.restart &&
-        swin_jp_unstuff(buf + it->scan->img.data, (size_t)it->scan->img.data_len, it->ent, &ulen) == 0) {
-        it->scan->img.data = 0;
-        it->scan->img.data_len = (long long)ulen;
+    if (it->scan && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK &&
+        (q->gpu_restarts || !it->scan->img.restart) &&
+        (it->ent = malloc(swin_jp_stage_cap(&it->scan->img))) && swin_jp_stage(buf, &it->scan->img, it->ent) == 0)
         return 1;
-    }
     free(it->scan);
     free(it->ent);
     it->scan = NULL, it->ent = NULL;
@@ -113,7 +111,7 @@ static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t
     double t1 = now_ms();
     int jpeg = st == SWIN_OK && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF;
     if (jpeg && (q->decoder == SWIN_DECODER_NVJPEG ||
-                 (q->decoder == SWIN_DECODER_GPU && i % q->B < q->gpu_share && take_scan(it, buf, len, path)))) {
+                 (q->decoder == SWIN_DECODER_GPU && i % q->B < q->gpu_share && take_scan(q, it, buf, len, path)))) {
         it->jpeg = buf;   /* decoded on the GPU; kept for libjpeg, should the GPU not decode it */
         it->jpeg_len = len;
         it->ok = 1;
@@ -428,7 +426,11 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
             return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder needs a CUDA session and GPU preprocessing", which);
         if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder takes batches of at most 4096", which);
         SWIN_TRY(swin_pipe_nvj_count(o, dec_kind, &n_dec));
-        if (dec_kind == SWIN_DECODER_GPU) SWIN_TRY(swin_pipe_gpu_share(o, o->batch, &gpu_share));
+        if (dec_kind == SWIN_DECODER_GPU) {
+            int32_t split;   /* checked here, so that a bad value stops the run before it starts */
+            SWIN_TRY(swin_pipe_gpu_share(o, o->batch, &gpu_share));
+            SWIN_TRY(swin_jpeg_gpu_split_bits(&split));
+        }
     } else if (dec_kind != SWIN_DECODER_CPU) {
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
     }
@@ -457,6 +459,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.reporter = q.n_lanes == 1 && swin_env_on("SWIN_PIPELINE_REPORTER", 0);
     q.decoder = dec_kind;
     q.gpu_share = gpu_share;
+    q.gpu_restarts = swin_env_on("SWIN_JPEG_GPU_RESTARTS", 1);
     q.gpu = so->device == SWIN_DEVICE_CUDA;
     q.per = swin_preprocess_floats(p);
     int threads = o->threads ? o->threads : online_cores();

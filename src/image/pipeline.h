@@ -20,7 +20,8 @@
  * depth x batch images. On a CUDA session a short batch (the last one, or one with bad files)
  * runs padded to the full batch, and a warm-up batch runs first (options.warmup).
  * With SWIN_DECODER_GPU (what AUTO picks on a CUDA session with GPU preprocessing) the threads
- * read each JPEG's header with libjpeg and unstuff its entropy-coded data; each batch's JPEGs
+ * read each JPEG's header with libjpeg and stage its entropy-coded data (unstuffed, restart
+ * markers taken out: swin_jp_stage); each batch's JPEGs
  * are then decoded on the GPU, exactly as libjpeg decodes them (jpeg_gpu.h), by
  * options.nvjpeg_decoders decoder threads (default 2) as below; what the GPU does not cover or
  * refuses is decoded by libjpeg. With SWIN_DECODER_NVJPEG the threads only read JPEG files and

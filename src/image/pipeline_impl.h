@@ -21,7 +21,7 @@ typedef struct {
     swin_image img;
     uint8_t *jpeg;               /* GPU decoding: the file's bytes, decoded on the GPU */
     swin_jpeg_scan *scan;        /* SWIN_DECODER_GPU: its scan (malloc'd; img.data 0 into ent) */
-    uint8_t *ent;                /* SWIN_DECODER_GPU: its entropy-coded data, unstuffed (malloc'd) */
+    uint8_t *ent;                /* SWIN_DECODER_GPU: its entropy-coded data, staged (swin_jp_stage; malloc'd) */
     size_t jpeg_len;
     int on_device;               /* img.rgb is device memory (decoded by nvJPEG) */
     int in_arena;                /* img.rgb points into the slot arena (not freed) */
@@ -69,6 +69,8 @@ typedef struct {
     int n, B, depth, nbatches, cpu_pre, nc;
     swin_decoder decoder;        /* CPU, NVJPEG or GPU (AUTO resolved) */
     int gpu_share;               /* SWIN_DECODER_GPU: JPEGs of each batch offered to the GPU */
+    int gpu_restarts;            /* SWIN_DECODER_GPU: JPEGs with restart intervals too (1, the default;
+                                    SWIN_JPEG_GPU_RESTARTS=0 leaves them to libjpeg, as before) */
     int gpu;                     /* the sessions run on GPUs: short batches are padded to B */
     size_t per;                  /* floats per preprocessed image */
     pipe_slot *slots;

@@ -48,7 +48,7 @@ void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int
     const uint8_t *data[4096];
     size_t len[4096];
     const char *names[4096];
-    swin_jpeg_gpu_input in[4096];   /* the exact decoder: its scans and unstuffed data */
+    swin_jpeg_gpu_input in[4096];   /* the exact decoder: its scans and staged data */
     int idx[4096], m = 0;
     for (int j = 0; j < nb && m < 4096; j++) {
         pipe_item *it = &sl->items[j];

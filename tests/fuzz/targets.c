@@ -11,7 +11,7 @@
  *   jpeg, image          swin_image_decode (JPEG, and PNG/BMP/GIF/TGA/PNM: the seeds decide), half
  *                        of them into a caller's allocator, then timm or HF preprocessing to 16x16
  *   jpeg_entropy         the CPU side of the exact GPU JPEG decoder: libjpeg's header
- *                        (swin_jpeg_read_scan), unstuffing, the sequential Huffman decoder and the
+ *                        (swin_jpeg_read_scan), staging, the sequential Huffman decoder and the
  *                        parallel one's CPU emulation, which must agree (else abort)
  *   reference            swin_reference_read for the tiny V1 model
  * Test: tests/test_fuzz_replay.c replays tests/data/fuzz/<target>/; tools/fuzz.sh fuzzes.
@@ -255,10 +255,9 @@ static swin_status fuzz_image(const uint8_t *d, size_t n) {
 
 /* the parallel decoder's emulation against the sequential verdict e and coefficients a, with
  * pieces of min_bits; a disagreement aborts (a crash to the fuzzer) */
-static void entropy_agree(const swin_jpeg_scan *sc, const uint8_t *u, size_t ulen, int e, const int16_t *a,
-                          int16_t *b, int32_t min_bits) {
-    swin_jh_image m = sc->img;
-    m.data = 0, m.data_len = (long long)ulen;
+static void entropy_agree(const swin_jpeg_scan *sc, const swin_jh_image *staged, const uint8_t *u, int e,
+                          const int16_t *a, int16_t *b, int32_t min_bits) {
+    swin_jh_image m = *staged;
     memset(b, 0, sc->n_coef * sizeof *b);
     int rounds;
     int pe = swin_jp_decode_host(&m, u, sc->tables, b, SWIN_JP_THREADS, min_bits, &rounds);
@@ -276,17 +275,16 @@ static swin_status fuzz_jpeg_entropy(const uint8_t *d, size_t n) {
     if (sc.n_coef > ((size_t)1 << 22))   /* the fuzzer's own bound on time and memory */
         return swin_fail(SWIN_ERR_UNSUPPORTED, "fuzz.jpg: %zu coefficients, over the fuzz limit", sc.n_coef);
     int16_t *a = calloc(sc.n_coef, sizeof *a), *b = calloc(sc.n_coef, sizeof *b);
-    uint8_t *u = malloc((size_t)sc.img.data_len + 1);
+    uint8_t *u = malloc(swin_jp_stage_cap(&sc.img));
     if (!a || !b || !u) {
         free(a), free(b), free(u);
         return swin_fail(SWIN_ERR_MEMORY, "fuzz.jpg: out of memory");
     }
     int e = swin_jh_decode(&sc.img, d, sc.tables, a);
-    size_t ulen = 0;
-    if (!sc.img.restart && sc.img.data_len <= 65536 &&
-        swin_jp_unstuff(d + sc.img.data, (size_t)sc.img.data_len, u, &ulen) == 0) {
-        entropy_agree(&sc, u, ulen, e, a, b, SWIN_JP_MIN_BITS);
-        entropy_agree(&sc, u, ulen, e, a, b, 256);
+    swin_jh_image m = sc.img;
+    if (sc.img.data_len <= 65536 && swin_jp_stage(d, &m, u) == 0) {
+        entropy_agree(&sc, &m, u, e, a, b, SWIN_JP_MIN_BITS);
+        entropy_agree(&sc, &m, u, e, a, b, 256);
     }
     free(a), free(b), free(u);
     return e == SWIN_JH_OK ? SWIN_OK : swin_fail(SWIN_ERR_IMAGE, "fuzz.jpg: left to libjpeg (%d)", e);
@@ -313,7 +311,7 @@ const swin_fuzz_target swin_fuzz_targets[] = {
     {"preprocessor_config", fuzz_preprocessor_config, "preprocessor_config.json of an HF model"},
     {"jpeg", fuzz_image, "image decoding (JPEG seeds: libjpeg-turbo) and preprocessing"},
     {"image", fuzz_image, "image decoding (PNG, BMP, GIF, TGA, PNM seeds: stb_image) and preprocessing"},
-    {"jpeg_entropy", fuzz_jpeg_entropy, "the exact GPU JPEG decoder's CPU side: header, unstuffing, Huffman "
+    {"jpeg_entropy", fuzz_jpeg_entropy, "the exact GPU JPEG decoder's CPU side: header, staging, Huffman "
                                         "decoding sequential and parallel (emulated), which must agree"},
     {"reference", fuzz_reference, "swin verify's reference reader (tiny V1 model)"},
 };
