@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, sysconf */
 #include "pipeline.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +87,24 @@ static void *arena_alloc(void *ctx, size_t bytes) {
     return p;
 }
 
+/* a JPEG of batch slot sl with restart intervals: 1 when the CPU threads keep it (libjpeg), the
+ * first q->rst_keep of its batch (pipeline.h: the balance of the two), else 0 (the GPU) */
+static int keep_restarts(pipe_t *q, pipe_slot *sl) {
+    pthread_mutex_lock(&q->mu);
+    const int keep = sl->rst_kept < q->rst_keep;
+    sl->rst_kept += keep;
+    pthread_mutex_unlock(&q->mu);
+    return keep;
+}
+
 /* SWIN_DECODER_GPU: the JPEG's scan (it->scan) and its entropy-coded data as the GPU decoder
  * reads it (it->ent: unstuffed, restart markers taken out), 1; 0 (nothing kept) when the GPU
  * decoder does not cover it (progressive, markers out of place, ...), or when it has restart
- * intervals and q->gpu_restarts is 0 */
-static int take_scan(const pipe_t *q, pipe_item *it, const uint8_t *buf, size_t len, const char *path) {
+ * intervals and the CPU threads keep it (keep_restarts) */
+static int take_scan(pipe_t *q, pipe_slot *sl, pipe_item *it, const uint8_t *buf, size_t len, const char *path) {
     it->scan = malloc(sizeof *it->scan);
     if (it->scan && swin_jpeg_read_scan(buf, len, path, it->scan) == SWIN_OK &&
-        (q->gpu_restarts || !it->scan->img.restart) &&
+        !(it->scan->img.restart && keep_restarts(q, sl)) &&
         (it->ent = malloc(swin_jp_stage_cap(&it->scan->img))) && swin_jp_stage(buf, &it->scan->img, it->ent) == 0)
         return 1;
     free(it->scan);
@@ -111,7 +122,7 @@ static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t
     double t1 = now_ms();
     int jpeg = st == SWIN_OK && len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF;
     if (jpeg && (q->decoder == SWIN_DECODER_NVJPEG ||
-                 (q->decoder == SWIN_DECODER_GPU && i % q->B < q->gpu_share && take_scan(q, it, buf, len, path)))) {
+                 (q->decoder == SWIN_DECODER_GPU && i % q->B < q->gpu_share && take_scan(q, sl, it, buf, len, path)))) {
         it->jpeg = buf;   /* decoded on the GPU; kept for libjpeg, should the GPU not decode it */
         it->jpeg_len = len;
         it->ok = 1;
@@ -264,6 +275,7 @@ void swin_pipe_report_batch(pipe_t *q, int k, swin_pipeline_result_fn on_result,
     sl->gpu_decoded = 0;
     sl->batch = k + q->depth;
     sl->remaining = sl->batch < q->nbatches ? swin_pipe_batch_len(q, sl->batch) : 0;
+    sl->rst_kept = 0;
     pthread_cond_broadcast(&q->slot_free);
     pthread_mutex_unlock(&q->mu);
 }
@@ -459,11 +471,12 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     q.reporter = q.n_lanes == 1 && swin_env_on("SWIN_PIPELINE_REPORTER", 0);
     q.decoder = dec_kind;
     q.gpu_share = gpu_share;
-    q.gpu_restarts = swin_env_on("SWIN_JPEG_GPU_RESTARTS", 1);
     q.gpu = so->device == SWIN_DEVICE_CUDA;
     q.per = swin_preprocess_floats(p);
     int threads = o->threads ? o->threads : online_cores();
     if (threads > n) threads = n;
+    const int restarts = swin_env_on("SWIN_JPEG_GPU_RESTARTS", -1);   /* -1 unset: the balance */
+    q.rst_keep = restarts == 0 ? INT_MAX : restarts == 1 ? 0 : (threads + 1) / 2;
 
     swin_status st = SWIN_OK;
     q.slots = calloc((size_t)q.depth, sizeof *q.slots);

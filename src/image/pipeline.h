@@ -42,6 +42,22 @@
  * decode slows down while the forward runs beside it), so it stays on the calling thread. With
  * several sessions each session's thread decodes its own batches.
  *
+ * JPEGs with restart intervals (SWIN_DECODER_GPU): the GPU decodes them exactly too (jpeg_par.h;
+ * a large one split at its intervals over several thread blocks, jpeg_gpu.h), but where such
+ * files are few, an idle CPU thread running libjpeg does better than adding them to the GPU's
+ * work. Measured on an H200 with 16 cores (2026-11-27, Swin-T fp16 batch 256, swin classify
+ * --decoder gpu, two runs each): 10,240 photo copies of which 209 (dog.jpg, 661 KB, 5 a batch)
+ * have restart intervals: all of those to libjpeg 0.84 / 0.88 s, all to the GPU 0.93 / 0.95 s
+ * (0.98 / 0.97 s without the split); 2,560 copies of dog.jpg alone: all to libjpeg 4.60 / 4.22 s
+ * (557 / 606 img/s), all to the GPU 0.96 / 0.95 s (2,667 / 2,683 img/s); the output identical.
+ * So the decoder threads keep the first (threads + 1) / 2 such files of each batch for libjpeg
+ * and give the rest to the GPU (keep_restarts in pipeline.c); SWIN_JPEG_GPU_RESTARTS=0 keeps
+ * them all, =1 none, to compare. That balance, measured in a later run of the same day (three
+ * runs each, balance / all to libjpeg / all to the GPU): the photo copies 0.81 0.85 0.86 / 0.78
+ * 0.80 0.85 / 0.85 0.91 0.94 s (it keeps each batch's 5 for libjpeg); the dog.jpg copies, two
+ * runs, 1.06 0.94 s (2,414 / 2,723 img/s, 80 of 2,560 kept for libjpeg) against 0.89 0.95 s all
+ * to the GPU; the output identical.
+ *
  * With SWIN_PIPELINE_REPORTER=1 in the environment, one session's batches run on a thread of
  * their own in the same order (its forward of batch k starts as soon as k-1's has ended) while
  * the calling thread reports them, so that the calls of on_result (about 30 us an image in

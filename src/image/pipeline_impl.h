@@ -34,6 +34,7 @@ typedef struct {
     int remaining;               /* its images not yet decoded */
     int ran;                     /* the forward ran; logits / fs / fmsg hold its outcome */
     int begun, ngood;            /* its forward was started, over ngood decoded images */
+    int rst_kept;                /* its JPEGs with restart intervals kept for libjpeg (rst_keep) */
     pipe_item *items;            /* [batch size] */
     uint8_t *arena;              /* page-locked pixels, NULL when none */
     size_t arena_cap, arena_used;
@@ -69,8 +70,9 @@ typedef struct {
     int n, B, depth, nbatches, cpu_pre, nc;
     swin_decoder decoder;        /* CPU, NVJPEG or GPU (AUTO resolved) */
     int gpu_share;               /* SWIN_DECODER_GPU: JPEGs of each batch offered to the GPU */
-    int gpu_restarts;            /* SWIN_DECODER_GPU: JPEGs with restart intervals too (1, the default;
-                                    SWIN_JPEG_GPU_RESTARTS=0 leaves them to libjpeg, as before) */
+    int rst_keep;                /* SWIN_DECODER_GPU: JPEGs with restart intervals that the CPU
+                                    threads keep a batch (libjpeg), the others go to the GPU:
+                                    half the threads, or SWIN_JPEG_GPU_RESTARTS=0 all, =1 none */
     int gpu;                     /* the sessions run on GPUs: short batches are padded to B */
     size_t per;                  /* floats per preprocessed image */
     pipe_slot *slots;
