@@ -30,7 +30,6 @@
 
 #define MAX_IMAGES 8192
 #define GUARD 4096
-#define MAX_PARTS 64
 #define CHECK_SPLIT 1024   /* the check's parts: about 1024 bits (jpeg_gpu.c's are larger) */
 
 typedef struct {
@@ -68,23 +67,14 @@ static int add(const char *name, uint8_t *data, size_t size, int given) {
     if (!CHECK(it->cpu_coef && emu, "out of memory")) return 0;
     it->cpu_status = swin_jh_decode(&it->sc->img, data, it->sc->tables, it->cpu_coef);
     it->ulen = swin_jp_staged_len(&it->m);
-    int rounds, threads;
+    int threads, np;
     int32_t min_bits;
     swin_jp_config(&threads, &min_bits);   /* the kernel's (SWIN_JPEG_GPU_PIECES) */
-    /* split as the batch is (on a copy: the split rewrites the interval starts), the first failing
-     * part's status, as the batch's check takes it */
-    swin_jh_image part[MAX_PARTS];
-    uint8_t *v = malloc(it->ulen + 4);
-    if (!CHECK(v != NULL, "out of memory")) return 0;
-    memcpy(v, it->u, it->ulen);
-    const int np = swin_jp_split(&it->m, v, CHECK_SPLIT, MAX_PARTS, part);
-    it->emu_status = SWIN_JH_OK;
-    for (int p = 0; p < np; p++) {
-        const int e = swin_jp_decode_host(&part[p], v, it->sc->tables, emu, threads, min_bits, &rounds);
-        if (!it->emu_status) it->emu_status = e;
-    }
+    /* split as the batch is, the first failing part's status, as the batch's check takes it */
+    it->emu_status = swin_jp_decode_split_host(&it->m, it->u, it->ulen, it->sc->tables, emu, threads, min_bits,
+                                               CHECK_SPLIT, &np);
     g_parts += np > 1;
-    free(v), free(emu);
+    free(emu);
     g_n++;
     return 1;
 }
@@ -113,7 +103,7 @@ static int make_batch(batch *b, int n, int n_items, int32_t split) {
         const item *it = &g_it[k % n_items];
         b->n_bytes += (it->ulen + 3) & ~(size_t)3, b->n_tables += it->sc->n_tables, b->n_coef += it->sc->n_coef;
         b->n_plane += it->sc->scratch_bytes, b->n_rgb += (size_t)it->sc->img.rec.w * it->sc->img.rec.h * 3;
-        b->n_rec += swin_jp_parts(&it->m, split, MAX_PARTS);
+        b->n_rec += swin_jp_parts(&it->m, split);
     }
     b->rec = malloc((size_t)b->n_rec * sizeof *b->rec), b->px = malloc((size_t)n * sizeof *b->px);
     b->first = malloc((size_t)(n + 1) * sizeof *b->first);
@@ -132,7 +122,7 @@ static int make_batch(batch *b, int n, int n_items, int32_t split) {
         m.table = t;
         m.rec = b->px[k] = swin_jpeg_record_at(&sc->img.rec, (long long)coef, (long long)plane, (long long)rgb);
         b->first[k] = r;
-        r += swin_jp_split(&m, b->bytes, split, MAX_PARTS, b->rec + r);
+        r += swin_jp_split(&m, b->bytes, split, b->rec + r);
         at += (it->ulen + 3) & ~(size_t)3, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
         rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3;
     }

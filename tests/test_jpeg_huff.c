@@ -40,28 +40,6 @@ static const char *const WHY[SWIN_JH_N] = {"ok", "bad code", "run past 63", "DC 
 static int g_decoded, g_unsupported, g_refused, g_par, g_par_rounds, g_par_rst, g_par_nosync, g_small, g_small_multi;
 static int g_split, g_split_max;
 
-/* staged image m (bytes u; u_len bytes of it) split into parts of about split_bits
- * (swin_jp_split, on a copy of u), each decoded by the parallel decoder into coef (zero on entry):
- * the first failing part's status (SWIN_JP_NO_SYNC when it was undecided), as the GPU decoder takes
- * it, else SWIN_JH_OK; *parts: how many */
-static int par_parts(const swin_jh_image *m, const uint8_t *u, size_t u_len, const swin_jh_table *tables, int16_t *coef,
-                     int32_t split_bits, int32_t min_bits, int *parts) {
-    enum { MAX = 64 };
-    swin_jh_image part[MAX];
-    uint8_t *v = malloc(u_len + 4);
-    if (!v) return SWIN_JH_NO_DATA;
-    memcpy(v, u, u_len);
-    const int n = swin_jp_split(m, v, split_bits, MAX, part);
-    int status = SWIN_JH_OK, rounds;
-    for (int p = 0; p < n; p++) {
-        const int e = swin_jp_decode_host(&part[p], v, tables, coef, SWIN_JP_THREADS, min_bits, &rounds);
-        if (!status) status = e;
-    }
-    free(v);
-    *parts = n;
-    return status;
-}
-
 /* the parallel decoder against the sequential one's verdict e and coefficients ref (NULL when
  * refused); returns 1 when it ran (the data stages) */
 static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan *sc, int e, const int16_t *ref,
@@ -104,7 +82,8 @@ static int check_par(const char *name, const uint8_t *data, const swin_jpeg_scan
     if (m.n_rst) {
         int parts = 0;
         memset(coef, 0, sc->n_coef * sizeof *coef);
-        pe = par_parts(&m, u, swin_jp_staged_len(&m), sc->tables, coef, 1024, SWIN_JP_MIN_BITS, &parts);
+        pe = swin_jp_decode_split_host(&m, u, swin_jp_staged_len(&m), sc->tables, coef, SWIN_JP_THREADS,
+                                       SWIN_JP_MIN_BITS, 1024, &parts);
         if (pe == SWIN_JP_NO_SYNC) {
             CHECK(damaged, "%s: split into %d parts, undecided", name, parts);
         } else {
@@ -284,7 +263,8 @@ static void check_encoded_restarts(void) {
             }
             int parts = 0;   /* in parts of about 512 bits: one or a few intervals each */
             memset(b, 0, sc.n_coef * sizeof *b);
-            const int pe = par_parts(&m, u, swin_jp_staged_len(&m), sc.tables, b, 512, SWIN_JP_MIN_BITS, &parts);
+            const int pe = swin_jp_decode_split_host(&m, u, swin_jp_staged_len(&m), sc.tables, b, SWIN_JP_THREADS,
+                                                    SWIN_JP_MIN_BITS, 512, &parts);
             if (pe == SWIN_JP_NO_SYNC) CHECK(layout < 2, "%s: %d parts, undecided", name, parts);
             else CHECK(pe == SWIN_JH_OK && !memcmp(b, a, sc.n_coef * sizeof *b), "%s: %d parts: %d, coefficients %s",
                        name, parts, pe, pe ? "-" : "differ");

@@ -68,11 +68,9 @@ struct swin_jpeg_gpu {
     twin bytes, tables, recs, pxrecs, status;
     swin_nvjpeg_buffer coef, planes;   /* device only */
     int *first, first_cap;             /* [n + 1]: image i's records are first[i] .. first[i + 1] - 1 */
+    int32_t split;                     /* swin_jpeg_gpu_split_bits, read at creation */
     swin_jpeg_gpu_stats stats;
 };
-
-enum { MAX_PARTS = 64 };   /* records an image at most */
-
 
 static double now_ms(void) {
     struct timespec t;
@@ -99,9 +97,12 @@ static swin_status twin_grow(twin *t, size_t bytes) {
 
 swin_status swin_jpeg_gpu_create(int device_index, swin_jpeg_gpu **out) {
     *out = NULL;
+    int32_t split;
+    SWIN_TRY(swin_jpeg_gpu_split_bits(&split));   /* a bad SWIN_JPEG_GPU_SPLIT stops the start */
     swin_jpeg_gpu *g = calloc(1, sizeof *g);
     if (!g) return swin_fail(SWIN_ERR_MEMORY, "GPU JPEG decoder: out of memory");
     g->dev = device_index;
+    g->split = split;
     cudaError_t e = cudaSetDevice(device_index);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
@@ -136,14 +137,12 @@ static swin_status decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_j
     double t0 = now_ms();
     size_t n_bytes = 0, n_coef = 0, n_plane = 0, n_rgb = 0;
     int n_tables = 0, n_rec = 0;
-    int32_t split;
-    SWIN_TRY(swin_jpeg_gpu_split_bits(&split));
     for (int i = 0; i < n; i++) {
         const swin_jpeg_scan *sc = in[i].scan;
         n_bytes += (swin_jp_staged_len(&sc->img) + 3) & ~(size_t)3;   /* each image's bytes 4-byte aligned */
         n_coef += sc->n_coef, n_plane += sc->scratch_bytes;
         n_rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3, n_tables += sc->n_tables;
-        n_rec += swin_jp_parts(&sc->img, split, MAX_PARTS);
+        n_rec += swin_jp_parts(&sc->img, g->split);
     }
     /* the previous call ended with a synchronisation: nothing of this decoder is in flight */
     SWIN_TRY(twin_grow(&g->bytes, n_bytes ? n_bytes : 1));
@@ -176,7 +175,7 @@ static swin_status decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const swin_j
         m.table = t;
         m.rec = pxrecs[i] = swin_jpeg_record_at(&sc->img.rec, (long long)coef, (long long)plane, (long long)rgb);
         g->first[i] = r;   /* its records: one, or its parts (their interval starts rewritten in bytes) */
-        r += swin_jp_split(&m, bytes, split, MAX_PARTS, recs + r);
+        r += swin_jp_split(&m, bytes, g->split, recs + r);
         at += (len + 3) & ~(size_t)3, t += sc->n_tables, coef += sc->n_coef, plane += sc->scratch_bytes;
         rgb += (size_t)sc->img.rec.w * sc->img.rec.h * 3;
     }

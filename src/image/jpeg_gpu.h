@@ -52,7 +52,7 @@ swin_status swin_jpeg_gpu_decode(swin_jpeg_gpu *g, swin_nvjpeg_buffer *px, const
 /* Images with restart intervals are decoded in parts of about *bits bits of data, a thread block
  * a part (jpeg_par.h swin_jp_split): the kernel configuration's swin_jp_split_bits, or
  * SWIN_JPEG_GPU_SPLIT=BITS from the environment (0: never split: an image a block, as before, to
- * compare the two; a bad value is SWIN_ERR_ARGUMENT). */
+ * compare the two; a bad value is SWIN_ERR_ARGUMENT). swin_jpeg_gpu_create reads it once. */
 swin_status swin_jpeg_gpu_split_bits(int32_t *bits);
 
 /* Counts and time (milliseconds of the calling thread), summed over the decoder's calls. */

@@ -71,19 +71,16 @@ static int mcu_blocks(const swin_jh_image *m) {
     return b;
 }
 
-enum { MAX_PARTS = 64 };
-
-int swin_jp_parts(const swin_jh_image *m, int32_t split_bits, int max) {
+int swin_jp_parts(const swin_jh_image *m, int32_t split_bits) {
     const long long bits = m->data_len * 8;
-    if (!m->n_rst || m->restart <= 0 || split_bits <= 0 || bits <= split_bits || max <= 1) return 1;
+    if (!m->n_rst || m->restart <= 0 || split_bits <= 0 || bits <= split_bits) return 1;
     long long k = (bits + split_bits - 1) / split_bits;
     if (k > (long long)m->n_rst + 1) k = (long long)m->n_rst + 1;
-    if (k > max) k = max;
-    return k > MAX_PARTS ? MAX_PARTS : (int)k;
+    return k > SWIN_JP_MAX_PARTS ? SWIN_JP_MAX_PARTS : (int)k;
 }
 
-int swin_jp_split(const swin_jh_image *m, uint8_t *buf, int32_t split_bits, int max, swin_jh_image *out) {
-    const int k = swin_jp_parts(m, split_bits, max);
+int swin_jp_split(const swin_jh_image *m, uint8_t *buf, int32_t split_bits, swin_jh_image *out) {
+    const int k = swin_jp_parts(m, split_bits);
     out[0] = *m;
     out[0].g0 = 0, out[0].n_blocks = 0;
     if (k == 1) return 1;
@@ -91,7 +88,7 @@ int swin_jp_split(const swin_jh_image *m, uint8_t *buf, int32_t split_bits, int 
     const long long bits = m->data_len * 8, n_mcu = (long long)m->mcux * m->mcuy, n_int = (long long)m->n_rst + 1;
     /* first[p]: the first interval of part p (interval j > 0 starts at bit rst[j - 1]): the first
      * interval that starts at or past p / k of the data, so that the parts' sizes are about even */
-    long long first[MAX_PARTS + 1];
+    long long first[SWIN_JP_MAX_PARTS + 1];
     int n = 1;
     first[0] = 0;
     for (long long p = 1, j = 1; p < k; p++) {
@@ -159,5 +156,23 @@ int swin_jp_decode_host(const swin_jh_image *m, const uint8_t *bytes, const swin
         any_end |= ended;
     }
     if (!status && !any_end) status = SWIN_JH_NO_DATA;
+    return status;
+}
+
+int swin_jp_decode_split_host(const swin_jh_image *m, const uint8_t *bytes, size_t n_bytes, const swin_jh_table *tables,
+                              int16_t *coef, int threads, int32_t min_bits, int32_t split_bits, int *parts) {
+    swin_jh_image part[SWIN_JP_MAX_PARTS];
+    uint8_t *v = malloc(n_bytes ? n_bytes : 1);
+    *parts = 0;
+    if (!v) return SWIN_JH_NO_DATA;
+    memcpy(v, bytes, n_bytes);
+    const int n = swin_jp_split(m, v, split_bits, part);
+    int status = SWIN_JH_OK, rounds;
+    for (int p = 0; p < n; p++) {
+        const int e = swin_jp_decode_host(&part[p], v, tables, coef, threads, min_bits, &rounds);
+        if (!status) status = e;
+    }
+    free(v);
+    *parts = n;
     return status;
 }

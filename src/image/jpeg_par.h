@@ -371,13 +371,21 @@ static inline size_t swin_jp_staged_len(const swin_jh_image *m) {
 /* Parts for the thread blocks: a staged image with restart intervals and more than split_bits of
  * data is decoded as several parts of whole intervals, about split_bits each (a thread block a
  * part; a block's time grows with its image's data, so one large image would hold up a batch of
- * small ones). swin_jp_parts: how many (1 .. max); swin_jp_split writes them into out[0 .. that),
+ * small ones). swin_jp_parts: at most how many (1 .. SWIN_JP_MAX_PARTS); swin_jp_split writes
+ * them into out[0 .. n) and returns n,
  * for m whose bytes lie in buf (m->data, m->rst into buf, which must be 4-byte aligned there):
  * each part's data and blocks, and its interval starts, rewritten in place in m's array to count
  * from the part's data (so m's array serves the parts only, afterwards). Each part is decoded as
  * an image; the image is decoded when every part is. */
-int swin_jp_parts(const swin_jh_image *m, int32_t split_bits, int max);
-int swin_jp_split(const swin_jh_image *m, uint8_t *buf, int32_t split_bits, int max, swin_jh_image *out);
+enum { SWIN_JP_MAX_PARTS = 64 };
+int swin_jp_parts(const swin_jh_image *m, int32_t split_bits);
+int swin_jp_split(const swin_jh_image *m, uint8_t *buf, int32_t split_bits, swin_jh_image *out);
+/* The CPU emulation of a split decode: m (staged, its n_bytes bytes in bytes, left untouched: the
+ * split works on a copy) in parts of about split_bits, each decoded by swin_jp_decode_host into
+ * coef (zero on entry); the first failing part's status, as the GPU decoder takes it (jpeg_gpu.c),
+ * else SWIN_JH_OK; *parts: how many. SWIN_JH_NO_DATA when the copy cannot be made. */
+int swin_jp_decode_split_host(const swin_jh_image *m, const uint8_t *bytes, size_t n_bytes, const swin_jh_table *tables,
+                              int16_t *coef, int threads, int32_t min_bits, int32_t split_bits, int *parts);
 /* split_bits for the kernel's configuration: half of what its threads take before their pieces grow
  * past min_bits */
 static inline int32_t swin_jp_split_bits(int threads, int32_t min_bits) { return threads / 2 * min_bits; }

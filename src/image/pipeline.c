@@ -438,11 +438,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
             return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder needs a CUDA session and GPU preprocessing", which);
         if (o->batch > 4096) return swin_fail(SWIN_ERR_ARGUMENT, "the %s decoder takes batches of at most 4096", which);
         SWIN_TRY(swin_pipe_nvj_count(o, dec_kind, &n_dec));
-        if (dec_kind == SWIN_DECODER_GPU) {
-            int32_t split;   /* checked here, so that a bad value stops the run before it starts */
-            SWIN_TRY(swin_pipe_gpu_share(o, o->batch, &gpu_share));
-            SWIN_TRY(swin_jpeg_gpu_split_bits(&split));
-        }
+        if (dec_kind == SWIN_DECODER_GPU) SWIN_TRY(swin_pipe_gpu_share(o, o->batch, &gpu_share));
     } else if (dec_kind != SWIN_DECODER_CPU) {
         return swin_fail(SWIN_ERR_ARGUMENT, "unknown decoder %d", (int)o->decoder);
     }
