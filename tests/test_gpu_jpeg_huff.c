@@ -198,7 +198,7 @@ static void check_batch(void) {
             for (size_t i = 0; i < nc; i++) cdiff += coef[m->rec.coef[0] + (long long)i] != it->cpu_coef[i];
             swin_image ref;
             int custom = 0;
-            if (CHECK(swin_jpeg_decode(it->data, it->size, it->name, NULL, NULL, &ref, &custom) == SWIN_OK,
+            if (CHECK(swin_jpeg_decode(it->data, it->size, it->name, NULL, NULL, NULL, &ref, &custom) == SWIN_OK,
                       "%s: decoded on the GPU, refused by libjpeg: %s", it->name, swin_last_error())) {
                 const size_t np = (size_t)ref.width * ref.height * 3;
                 for (size_t i = 0; i < np; i++) pdiff += rgb[b.px[k].rgb + (long long)i] != ref.rgb[i];

@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
     static uint8_t px[MAXB][64 * 48 * 3];
     for (int i = 0; i < MAXB; i++) {
         for (size_t j = 0; j < sizeof px[i]; j++) px[i][j] = (uint8_t)(j * 7 + i);
-        g_img[i] = (swin_image){40 + 8 * i, 30 + 6 * i, px[i]};
+        g_img[i] = (swin_image){.width = 40 + 8 * i, .height = 30 + 6 * i, .rgb = px[i]};
     }
     test_sessions(m);
     test_injected(m);

@@ -1,7 +1,8 @@
 /* test_gpu_pipeline.c - the decode pipeline on a CUDA session (src/image/pipeline.c) and the nvJPEG
  * decoder (src/image/nvjpeg_decode.c), with the digits model and the JPEG / PNG fixtures:
  *   - GPU preprocessing gives the same logits as CPU preprocessing on the same session, bit for
- *     bit, with bad files reported in their place (both paths);
+ *     bit, with bad files reported in their place (both paths); libjpeg decoding only the part
+ *     that preprocessing reads (the default) gives what whole images give (SWIN_DECODE_PART=0);
  *   - nvJPEG (when built): its pixels are close to libjpeg's (mean |diff| at most 1.5 levels over
  *     all fixtures and 3 for any file of 1024+ pixels: a wrong pitch, a missing upsampling or a
  *     colour-conversion mix-up is far above that; nvJPEG is not exact by design), every
@@ -90,6 +91,25 @@ int main(int argc, char **argv) {
     CHECK(cpu.calls == n && gpu.calls == n && cpu.in_order && gpu.in_order, "every file delivered once, in order");
     CHECK(bad_ok, "good files classified, bad files reported (both preprocessing devices)");
     CHECK(diff == 0, "GPU preprocessing: %d of %d files with logits different from CPU preprocessing", diff, first_bad);
+
+    /* libjpeg decoding only what preprocessing reads (the default, above) vs whole images
+     * (SWIN_DECODE_PART=0): identical, on both preprocessing devices */
+    for (int dev = 0; dev < 2; dev++) {
+        static pc_collect whole;
+        const pc_collect *part = dev ? &gpu : &cpu;
+        setenv("SWIN_DECODE_PART", "0", 1);
+        CHECK(run(s, &pp, paths, n, dev ? SWIN_PRE_DEVICE_GPU : SWIN_PRE_DEVICE_CPU, SWIN_DECODER_CPU, 16, &whole) ==
+                  SWIN_OK, "whole-image run: %s", swin_last_error());
+        unsetenv("SWIN_DECODE_PART");
+        int wdiff = 0;
+        for (int i = 0; i < n; i++)
+            wdiff += whole.got[i] != part->got[i] ||
+                     (whole.got[i] == 1 && memcmp(whole.logits + (size_t)i * whole.nc, part->logits + (size_t)i * part->nc,
+                                                  (size_t)whole.nc * sizeof(float))) ||
+                     (whole.got[i] == 2 && strcmp(whole.err[i], part->err[i]));
+        CHECK(whole.calls == n && wdiff == 0, "%s preprocessing: %d files differ between whole and part decoding",
+              dev ? "GPU" : "CPU", wdiff);
+    }
 
     /* the exact GPU decoder: all JPEGs offered on the calling thread, half with 3 decoder threads */
     for (int v = 0; v < 2; v++) {

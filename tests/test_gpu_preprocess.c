@@ -11,6 +11,9 @@
  * The output is poisoned with NaN before every run and has a guard zone; the number of floats whose
  * bits differ from the CPU's must be 0, and every pass-order / skip combination, Pillow 12's order
  * where Pillow 13's differs, and the padding must have been exercised.
+ * Every batch again as parts of its images (what the part decode gives: the pixels preprocessing
+ * reads plus a random margin, some images whole): the GPU's output must be the CPU's of the whole
+ * images, bit for bit.
  * Pixels already on the device (the path of a GPU decoder): the fixtures packed at unaligned offsets
  * of one device buffer, through swin_engine_preprocess_device, bit for bit; pointers outside it are
  * refused. The op alone: a hand-made record gives the expected values; corrupt records are refused
@@ -251,8 +254,62 @@ static void compare_on(swin_engine *e, const char *set, const swin_preprocess_pa
     out_free(&out);
 }
 
+/* The batch again as parts of its images, as the part decode gives them (image.h): each image
+ * cut to what preprocessing reads (swin_preprocess_source_rect) plus a random margin, every
+ * third one left whole; the GPU's output must be the CPU's for the whole images, bit for bit. */
+static long g_part_runs;
+
+static void compare_parts(swin_engine *e, const char *set, const swin_preprocess_params *p, const batch *b) {
+    static batch parts;
+    parts.n = 0;
+    for (int i = 0; i < b->n; i++) {
+        const swin_image *im = &b->img[i];
+        swin_image *pt = &parts.img[parts.n];
+        swin_rect r;
+        snprintf(parts.name[parts.n], sizeof parts.name[0], "%s", b->name[i]);
+        if (swin_preprocess_source_rect(p, im->width, im->height, &r) != SWIN_OK || r.x0 == r.x1 || i % 3 == 0) {
+            *pt = *im;   /* whole (borrowed: not freed below) */
+            parts.n++;
+            continue;
+        }
+        r.x0 -= rnd(1 + (r.x0 < 9 ? r.x0 : 9)), r.y0 -= rnd(1 + (r.y0 < 9 ? r.y0 : 9));
+        r.x1 += rnd(1 + (im->width - r.x1 < 9 ? im->width - r.x1 : 9));
+        r.y1 += rnd(1 + (im->height - r.y1 < 9 ? im->height - r.y1 : 9));
+        *pt = (swin_image){.width = r.x1 - r.x0, .height = r.y1 - r.y0, .x0 = r.x0, .y0 = r.y0,
+                           .full_width = im->width, .full_height = im->height};
+        pt->rgb = malloc((size_t)pt->width * pt->height * 3);
+        for (int y = 0; y < pt->height; y++)
+            memcpy(pt->rgb + (size_t)y * pt->width * 3, im->rgb + ((size_t)(r.y0 + y) * im->width + r.x0) * 3,
+                   (size_t)pt->width * 3);
+        g_part_runs += pt->width < im->width || pt->height < im->height;
+        parts.n++;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %s S %d crop %.3g%s, parts", set, p->style == SWIN_PRE_HF ? "hf" : "timm",
+             INTERP[p->interp], p->size, p->style == SWIN_PRE_HF ? 0.0 : p->crop_pct, p->pillow ? " pil12" : "");
+    size_t per = swin_preprocess_floats(p), total = per * (size_t)parts.n, bad_all = 0;
+    dev_out out = out_alloc(total);
+    float *got = malloc(total * sizeof(float)), *ref = malloc(per * sizeof(float));
+    if (CHECK(swin_engine_preprocess_images(e, p, parts.img, parts.n, out.p) == SWIN_OK, "%s: %s", what,
+              swin_last_error()) &&
+        CHECK(out_download(&out, got), "%s: download failed or written past the end of the output", what)) {
+        for (int i = 0; i < b->n; i++) {
+            size_t first = 0;
+            if (swin_preprocess_image(p, &b->img[i], ref) == SWIN_OK)
+                bad_all += count_diff(got + (size_t)i * per, ref, per, &first);
+        }
+        CHECK(bad_all == 0, "%s: %zu floats differ from the CPU's of the whole images", what, bad_all);
+    }
+    free(got);
+    free(ref);
+    out_free(&out);
+    for (int i = 0; i < parts.n; i++)
+        if (i % 3 != 0 && parts.img[i].rgb != b->img[i].rgb) free(parts.img[i].rgb);
+}
+
 static void compare(swin_engine *e, const char *set, const swin_preprocess_params *p, const batch *b) {
     compare_on(e, set, p, b, NULL, 0, NULL);
+    compare_parts(e, set, p, b);
 }
 
 /* the grid of styles, interpolations, sizes and crops over one batch in the pass order of one
@@ -558,6 +615,9 @@ int main(int argc, char **argv) {
             printf("path    %-16s %6ld image runs\n", SEEN_NAME[k], g_seen[k]);
             CHECK(g_seen[k] > 0, "path '%s' never exercised", SEEN_NAME[k]);
         }
+        printf("parts   %ld image runs on a part of the image, all identical to the whole image's output\n",
+               g_part_runs);
+        CHECK(g_part_runs > 100, "only %ld runs on parts", g_part_runs);
         if (fix.n) test_device_pixels(e, &fix);
         test_op();
         test_engine_refusals(e, &syn);

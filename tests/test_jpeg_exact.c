@@ -25,7 +25,7 @@ static int g_split, g_whole_only;
 static int check_file(const char *path, const uint8_t *data, size_t size) {
     swin_image ref;
     int custom = 0;
-    if (swin_jpeg_decode(data, size, path, NULL, NULL, &ref, &custom) != SWIN_OK) {
+    if (swin_jpeg_decode(data, size, path, NULL, NULL, NULL, &ref, &custom) != SWIN_OK) {
         printf("skip %-48s (the whole decode refuses it: %s)\n", path, swin_last_error());
         return 0;
     }
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
             uint8_t *rgb = malloc((size_t)c.rec.w * c.rec.h * 3), *scratch = malloc(c.scratch_bytes);
             if (CHECK(rgb && scratch, "out of memory")) {
                 swin_jpeg_reconstruct(&c, rgb, scratch);
-                if (swin_jpeg_decode(bad, size, "flipped.jpg", NULL, NULL, &ref, &custom) == SWIN_OK) {
+                if (swin_jpeg_decode(bad, size, "flipped.jpg", NULL, NULL, NULL, &ref, &custom) == SWIN_OK) {
                     differ += memcmp(rgb, ref.rgb, (size_t)c.rec.w * c.rec.h * 3) != 0;
                     swin_image_free(&ref);
                 }

@@ -157,7 +157,7 @@ static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by
     int e = huff_decode(bad, size, "damaged.jpg", &sc, &coef);
     swin_image whole;
     int custom = 0;
-    swin_status ws = swin_jpeg_decode(bad, size, "damaged.jpg", NULL, NULL, &whole, &custom);
+    swin_status ws = swin_jpeg_decode(bad, size, "damaged.jpg", NULL, NULL, NULL, &whole, &custom);
     *refused_by_libjpeg += ws != SWIN_OK;
     int accepted = e == SWIN_JH_OK;
     if (e >= 0) check_par("damaged.jpg", bad, &sc, e, coef, 1);

@@ -3,7 +3,8 @@
  * bad files (missing, empty, truncated, not an image, a directory) are reported in their place
  * with their path and the others are classified; logits are bit-identical to preprocessing and
  * running each image alone; bad options are refused; swin_image_decode_into (what the pipeline
- * decodes into its page-locked slots with) gives the same pixels in the caller's memory.
+ * decodes into its page-locked slots with) gives the same pixels in the caller's memory; the JPEG
+ * fixtures give the same logits decoded in part (what preprocessing reads, the default) as whole.
  * Several sessions (swin_pipeline_run_multi, here CPU sessions standing in for GPUs): the same
  * results in the same order as one session, every session used, per-session counts that add up,
  * and sessions that do not fit together refused.
@@ -78,6 +79,47 @@ static void check_decode_into(const char *src) {
     }
 }
 
+/* The JPEG fixtures through the pipeline: libjpeg decodes only what preprocessing reads (the
+ * default), which must give what decoding whole images gives, bit for bit: against each file
+ * decoded whole (swin_image_load), preprocessed and run alone, and against the pipeline with
+ * SWIN_DECODE_PART=0. */
+static void check_jpeg_parts(swin_session *s, const swin_preprocess_params *pp, const char *src, int nc) {
+    char dir[512], *paths[PC_MAX_FILES];
+    snprintf(dir, sizeof dir, "%s/tests/data/jpeg", src);
+    const int n = pc_list_dir(dir, paths, 0, PC_MAX_FILES);
+    float *x = malloc(swin_preprocess_floats(pp) * sizeof *x), *want = calloc((size_t)n * nc, sizeof *want);
+    int *ok = calloc((size_t)n, sizeof *ok), good = 0;
+    for (int i = 0; i < n && x && want && ok; i++) {
+        swin_image img;
+        if (swin_image_load(paths[i], &img) != SWIN_OK) continue;   /* the bad ones are checked elsewhere */
+        ok[i] = swin_preprocess_image(pp, &img, x) == SWIN_OK && swin_forward(s, x, 1, want + (size_t)i * nc) == SWIN_OK;
+        good += ok[i];
+        swin_image_free(&img);
+    }
+    for (int v = 0; v < 2; v++) {
+        static pc_collect col;
+        pc_reset(&col, nc);
+        swin_pipeline_options po = swin_pipeline_options_default();
+        po.threads = 2, po.batch = 4;
+        if (v) setenv("SWIN_DECODE_PART", "0", 1);
+        swin_pipeline_stats st;
+        swin_status rs = swin_pipeline_run(s, pp, (const char *const *)paths, n, &po, pc_on_result, &col, &st);
+        unsetenv("SWIN_DECODE_PART");
+        int diff = 0;
+        for (int i = 0; i < n; i++)
+            if (ok[i]) diff += col.got[i] != 1 || memcmp(col.logits + (size_t)i * nc, want + (size_t)i * nc,
+                                                         (size_t)nc * sizeof(float));
+        printf("JPEG fixtures, %s: %d of %d good files differ from the whole decode run alone\n",
+               v ? "whole images (SWIN_DECODE_PART=0)" : "parts (default)", diff, good);
+        CHECK(rs == SWIN_OK && col.calls == n && diff == 0 && good >= 15, "JPEG fixtures (%s): %d of %d differ: %s",
+              v ? "whole" : "parts", diff, good, rs == SWIN_OK ? "" : swin_last_error());
+    }
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(x);
+    free(want);
+    free(ok);
+}
+
 int main(int argc, char **argv) {
     const char *src = argc > 1 ? argv[1] : ".";
     char dir[512], path[1024], model_dir[1024];
@@ -130,6 +172,8 @@ int main(int argc, char **argv) {
             CHECK(swin_preprocess_file(&pp, paths[i], x) == SWIN_OK, "%s: %s", paths[i], swin_last_error());
             CHECK(swin_forward(s, x, 1, want + (size_t)i * nc) == SWIN_OK, "forward %d", i);
         }
+
+    if (s) check_jpeg_parts(s, &pp, src, nc);
 
     /* threads x batch x depth x sessions (1: swin_pipeline_run; more: swin_pipeline_run_multi) */
     swin_session *multi[MAX_SESSIONS] = {s};

@@ -348,7 +348,7 @@ static void test_preprocess(const char *dir) {
         double tol_px = level_tolerance(&p);
         float *out = malloc(r->numel * sizeof(float));
         /* from PIL's decoded pixels: the resize and arithmetic are the same, expect bit-exact */
-        swin_image img = {(int)src->shape[1], (int)src->shape[0], (uint8_t *)src->data};
+        swin_image img = {.width = (int)src->shape[1], .height = (int)src->shape[0], .rgb = (uint8_t *)src->data};
         swin_status st = swin_preprocess_image(&p, &img, out);
         CHECK(st == SWIN_OK, "%s: %s", r->name, swin_last_error());
         size_t exact = 0;
@@ -408,7 +408,7 @@ static void test_pillow12_hf(const char *dir, int *n_differ) {
         char file[128], path[2048];
         if (!value_ref_parse(r, &p, &src, file, sizeof file)) continue;
         float *out = malloc(r->numel * sizeof(float));
-        swin_image img = {(int)src->shape[1], (int)src->shape[0], (uint8_t *)src->data};
+        swin_image img = {.width = (int)src->shape[1], .height = (int)src->shape[0], .rgb = (uint8_t *)src->data};
         size_t exact = 0, exact13 = 0;
         p.pillow = 12;
         CHECK(swin_preprocess_image(&p, &img, out) == SWIN_OK, "%s: %s", r->name, swin_last_error());

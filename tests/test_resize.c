@@ -4,7 +4,9 @@
  * Table-driven: each case names a resize and a window; it runs with bilinear and bicubic, in
  * Pillow 12's and Pillow 13's pass order, on a source of noise and saturated blocks (so that the
  * negative lobes clamp at 0 and 255), with guard bytes after the output. Without AVX2 on this
- * CPU the AVX2 kernel must be refused, and AUTO must still match. */
+ * CPU the AVX2 kernel must be refused, and AUTO must still match. Each resize (nearest too) is
+ * also moved onto parts of its source (swin_resize_plan_to_part, what a part decode's image
+ * needs) and must make the same bytes there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +57,60 @@ static int guards_intact(const uint8_t *out, size_t bytes) {
     return 1;
 }
 
+/* swin_resize_plan_to_part: the plan moved onto a part of the source (the part decode's) makes the
+ * same window as the whole plan on the whole source, for the exact part it reads, that part with
+ * random margins, and the whole image; a part one column or row short is refused. 1 when all hold. */
+static int check_parts(int i, swin_interp interp, int pillow, const uint8_t *src, const uint8_t *ref, size_t bytes,
+                       uint8_t *got) {
+    const int sw = CASES[i].sw, sh = CASES[i].sh;
+    swin_resize_plan pl;
+    if (swin_resize_plan_make(sw, sh, CASES[i].dw, CASES[i].dh, CASES[i].wx0, CASES[i].wy0, CASES[i].ww, CASES[i].wh,
+                              interp, pillow, &pl) != SWIN_OK)
+        return 0;
+    swin_rect need;
+    swin_resize_plan_source(&pl, &need);
+    swin_resize_plan_free(&pl);
+    if (need.x0 == need.x1) need = (swin_rect){0, 0, 1, 1};   /* nothing read: any part will do */
+    int ok = 1;
+    for (int t = 0; t < 5; t++) {
+        swin_rect r = need;
+        if (t == 1 || t == 2) {   /* random margins */
+            r.x0 -= tu_uniform(0, 1 + r.x0), r.y0 -= tu_uniform(0, 1 + r.y0);
+            r.x1 += tu_uniform(0, 1 + sw - r.x1), r.y1 += tu_uniform(0, 1 + sh - r.y1);
+        }
+        if (t == 3) r = (swin_rect){0, 0, sw, sh};
+        const int short_x = t == 4 && need.x1 - need.x0 > 1;   /* one column short: refused */
+        if (t == 4) {
+            if (short_x) r.x1--;
+            else if (need.y1 - need.y0 > 1) r.y1--;
+            else continue;
+        }
+        const int w = r.x1 - r.x0, h = r.y1 - r.y0;
+        uint8_t *part = malloc((size_t)w * h * 3);
+        for (int y = 0; part && y < h; y++)
+            memcpy(part + (size_t)y * w * 3, src + ((size_t)(r.y0 + y) * sw + r.x0) * 3, (size_t)w * 3);
+        swin_status st = swin_resize_plan_make(sw, sh, CASES[i].dw, CASES[i].dh, CASES[i].wx0, CASES[i].wy0,
+                                               CASES[i].ww, CASES[i].wh, interp, pillow, &pl);
+        if (st == SWIN_OK) st = swin_resize_plan_to_part(&pl, r.x0, r.y0, w, h);
+        if (t == 4) {
+            ok &= CHECK(st == SWIN_ERR_ARGUMENT, "%s: a part one %s short of what the plan reads was taken (%d)",
+                        CASES[i].what, short_x ? "column" : "row", st);
+        } else {
+            ok &= CHECK(st == SWIN_OK && apply(&pl, SWIN_RESIZE_KERNEL_AUTO, part, got, bytes) == SWIN_OK &&
+                            !memcmp(got, ref, bytes) && guards_intact(got, bytes),
+                        "%s (interp %d, Pillow %d): the plan on part [%d, %d) x [%d, %d) makes other bytes",
+                        CASES[i].what, (int)interp, pillow, r.x0, r.x1, r.y0, r.y1);
+        }
+        if (st == SWIN_OK) swin_resize_plan_free(&pl);
+        free(part);
+    }
+    return ok;
+}
+
 int main(void) {
     const swin_interp INTERP[] = {SWIN_INTERP_BILINEAR, SWIN_INTERP_BICUBIC};
     const int PILLOW[] = {12, 13};
-    int have_avx2 = 0, compared = 0;
+    int have_avx2 = 0, compared = 0, parts = 0;
     tu_seed(7);
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         int sw = CASES[i].sw, sh = CASES[i].sh;
@@ -91,11 +143,21 @@ int main(void) {
                 CHECK(apply(&pl, SWIN_RESIZE_KERNEL_AUTO, src, got, bytes) == SWIN_OK && !memcmp(got, ref, bytes),
                       "%s: the default kernel differs from the reference", CASES[i].what);
                 swin_resize_plan_free(&pl);
+                parts += check_parts((int)i, INTERP[m], PILLOW[v], src, ref, bytes, got);
             }
+        swin_resize_plan pn;   /* nearest: the parts alone (one pass, no kernels to compare) */
+        if (swin_resize_plan_make(sw, sh, CASES[i].dw, CASES[i].dh, CASES[i].wx0, CASES[i].wy0, CASES[i].ww,
+                                  CASES[i].wh, SWIN_INTERP_NEAREST, 13, &pn) == SWIN_OK) {
+            CHECK(apply(&pn, SWIN_RESIZE_KERNEL_AUTO, src, ref, bytes) == SWIN_OK, "%s: nearest", CASES[i].what);
+            swin_resize_plan_free(&pn);
+            parts += check_parts((int)i, SWIN_INTERP_NEAREST, 13, src, ref, bytes, got);
+        }
         free(src);
         free(ref);
         free(got);
     }
+    printf("plans moved onto parts of the source: %d of %d resizes gave the same bytes on 4 parts each\n", parts,
+           (int)(sizeof CASES / sizeof CASES[0]) * 5);
     if (have_avx2)
         printf("resize kernels: AVX2 identical to the reference on %d resizes\n", compared);
     else

@@ -97,8 +97,14 @@ static swin_status check_call(const swin_engine *e, const swin_preprocess_params
     return SWIN_OK;
 }
 
-/* first[i]: the first image of image i's size (i when it is the first): the plan depends on the
- * size alone, so images of one size share it. Open addressing on (width, height). */
+/* Images of one geometry (size, and where the part lies when the decoder gave a part) share a plan. */
+static int same_geometry(const swin_image *a, const swin_image *b) {
+    return a->width == b->width && a->height == b->height && a->x0 == b->x0 && a->y0 == b->y0 &&
+           a->full_width == b->full_width && a->full_height == b->full_height;
+}
+
+/* first[i]: the first image of image i's geometry (i when it is the first): the plan depends on
+ * that alone. Open addressing on the geometry. */
 static swin_status find_first_of_size(const swin_image *imgs, int n, int *first) {
     size_t cap = 16;
     while (cap < 2 * (size_t)n) cap <<= 1;
@@ -106,9 +112,10 @@ static swin_status find_first_of_size(const swin_image *imgs, int n, int *first)
     if (!slot) return swin_fail(SWIN_ERR_MEMORY, "GPU preprocessing: out of memory");
     for (size_t k = 0; k < cap; k++) slot[k] = -1;
     for (int i = 0; i < n; i++) {
-        size_t k = ((size_t)(unsigned)imgs[i].width * 2654435761u ^ (size_t)(unsigned)imgs[i].height * 40503u) & (cap - 1);
-        while (slot[k] >= 0 && (imgs[slot[k]].width != imgs[i].width || imgs[slot[k]].height != imgs[i].height))
-            k = (k + 1) & (cap - 1);
+        const swin_image *m = &imgs[i];
+        size_t k = ((size_t)(unsigned)m->width * 2654435761u ^ (size_t)(unsigned)m->height * 40503u ^
+                    (size_t)(unsigned)(m->x0 + 31 * m->y0) * 97u ^ (size_t)(unsigned)m->full_width * 7919u) & (cap - 1);
+        while (slot[k] >= 0 && !same_geometry(&imgs[slot[k]], m)) k = (k + 1) & (cap - 1);
         if (slot[k] < 0) slot[k] = i;
         first[i] = slot[k];
     }
@@ -116,19 +123,18 @@ static swin_status find_first_of_size(const swin_image *imgs, int n, int *first)
     return SWIN_OK;
 }
 
-/* plans[i]: the resize plan of the S x S window for each image that is the first of its size (the
- * others stay empty); *n_coef: their int32 values in all */
+/* plans[i]: the resize plan of the S x S window for each image that is the first of its geometry
+ * (the others stay empty), in the coordinates of the pixels it holds; *n_coef: their int32 values
+ * in all */
 static swin_status make_plans(const swin_preprocess_params *p, const swin_image *imgs, int n, const int *first,
                               swin_resize_plan *plans, size_t *n_coef) {
     *n_coef = 0;
     for (int i = 0; i < n; i++) {
         if (first[i] != i) continue;
-        int w = imgs[i].width, h = imgs[i].height, rw, rh, x0, y0;
-        swin_status st = swin_preprocess_plan(p, w, h, &rw, &rh, &x0, &y0);
-        if (st == SWIN_OK)
-            st = swin_resize_plan_make(w, h, rw, rh, x0, y0, swin_preprocess_width(p), swin_preprocess_height(p),
-                                       p->interp, p->pillow, &plans[i]);
-        if (st != SWIN_OK) return swin_fail_prefix(st, "image %d (%dx%d)", i, w, h);
+        swin_status st = swin_preprocess_resize_plan(p, &imgs[i], &plans[i]);
+        if (st != SWIN_OK)
+            return swin_fail_prefix(st, "image %d (%dx%d)", i, swin_image_full_width(&imgs[i]),
+                                    swin_image_full_height(&imgs[i]));
         *n_coef += plans[i].h.len + plans[i].v.len;
     }
     return SWIN_OK;

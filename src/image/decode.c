@@ -75,6 +75,12 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
 
 swin_status swin_image_decode_into(const void *data, size_t size, const char *name, swin_image_alloc_fn alloc,
                                    void *ctx, swin_image *out, int *custom) {
+    return swin_image_decode_part(data, size, name, NULL, alloc, ctx, out, custom);
+}
+
+swin_status swin_image_decode_part(const void *data, size_t size, const char *name,
+                                   const struct swin_preprocess_params *part_for, swin_image_alloc_fn alloc,
+                                   void *ctx, swin_image *out, int *custom) {
     *out = (swin_image){0};
     *custom = 0;
     const uint8_t *d = data;
@@ -87,7 +93,7 @@ swin_status swin_image_decode_into(const void *data, size_t size, const char *na
     int w = 0, h = 0, comp = 0;
     if (swin_format_size(fmt, d, size, &hw, &hh) && too_large(hw, hh))
         return refuse_size(name, swin_format_name[fmt], hw, hh);
-    if (fmt == SWIN_FMT_JPEG) return swin_jpeg_decode(d, size, name, alloc, ctx, out, custom);
+    if (fmt == SWIN_FMT_JPEG) return swin_jpeg_decode(d, size, name, part_for, alloc, ctx, out, custom);
     if (fmt == SWIN_FMT_PNM) return swin_pnm_decode(d, size, name, alloc, ctx, out, custom);
     if (!stbi_info_from_memory(d, (int)size, &w, &h, &comp)) {
         const char *why = stbi_failure_reason();

@@ -52,7 +52,24 @@ extern "C" {
 typedef struct {
     int width, height;
     uint8_t *rgb;   /* [height, width, 3] row-major, owned: release with swin_image_free */
+    /* A part of a larger image, from a decoder told what preprocessing reads (swin_image_decode_part):
+     * the pixels held are columns [x0, x0 + width) and rows [y0, y0 + height) of a full_width x
+     * full_height image. full_width = full_height = 0 (the default): the image is whole. */
+    int x0, y0, full_width, full_height;
 } swin_image;
+
+/* The full size of img, whether it is whole or a part. */
+static inline int swin_image_full_width(const swin_image *img) {
+    return img->full_width > 0 ? img->full_width : img->width;
+}
+static inline int swin_image_full_height(const swin_image *img) {
+    return img->full_height > 0 ? img->full_height : img->height;
+}
+
+/* A rectangle of pixels: columns [x0, x1), rows [y0, y1). */
+typedef struct {
+    int x0, y0, x1, y1;
+} swin_rect;
 
 /* Read and decode a file. On failure *out is left empty ({0}). */
 swin_status swin_image_load(const char *path, swin_image *out);
@@ -67,6 +84,17 @@ swin_status swin_image_decode(const void *data, size_t size, const char *name, s
  * other formats are copied there. On failure *out is empty and *custom 0. */
 typedef void *(*swin_image_alloc_fn)(void *ctx, size_t bytes);
 swin_status swin_image_decode_into(const void *data, size_t size, const char *name, swin_image_alloc_fn alloc,
+                                   void *ctx, swin_image *out, int *custom);
+/* The same, decoding only what preprocessing with *part_for reads (NULL: everything), and
+ * nothing is lost in the checks: a JPEG is still read to its end, so a truncated or corrupt one is
+ * refused as by a whole decode. The result may be a part (x0, y0, full_width, full_height above)
+ * whose every pixel is the whole decode's; preprocessing it (swin_preprocess_image,
+ * swin_forward_images) gives the whole image's output bit for bit. Only baseline and progressive
+ * JPEGs are decoded in part (libjpeg-turbo's cropping and skipping); other formats, and images
+ * whose needed part is most of them, come back whole. */
+struct swin_preprocess_params;
+swin_status swin_image_decode_part(const void *data, size_t size, const char *name,
+                                   const struct swin_preprocess_params *part_for, swin_image_alloc_fn alloc,
                                    void *ctx, swin_image *out, int *custom);
 void swin_image_free(swin_image *img);
 

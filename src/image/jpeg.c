@@ -29,6 +29,7 @@
 #endif
 
 #include "internal.h"
+#include "preprocess.h"
 
 typedef enum { FAIL_CORRUPT, FAIL_TRUNCATED, FAIL_UNSUPPORTED, FAIL_MEMORY } fail_kind;
 
@@ -129,10 +130,42 @@ static void read_header(decoder *d, const uint8_t *data, size_t size) {
     d->err.in_header = 0;
 }
 
+/* With the decompression started: the part of the image to decode when only what preprocessing
+ * with part_for reads is wanted (*part: columns from libjpeg's crop, rows [y0, y1)), 1; 0 to
+ * decode the whole image. The part has a margin of one iMCU (8 or 16 pixels, 32 at most) around
+ * what is read: libjpeg-turbo's fancy upsampling treats a cropped row's ends as the image's edges
+ * (libjpeg.txt, "Partial image decompression"), so the pixels next to them may differ from a
+ * whole decode; the margin keeps those out of what preprocessing reads, and one iMCU row above
+ * the first row read keeps the rows after a skip away from the skip's start as well. Progressive
+ * files take three iMCUs on either side: where their scans leave AC coefficients unknown, libjpeg
+ * smooths each block with the DC values of the blocks up to two away (jdcoefct.c,
+ * decompress_smooth_data), and at a crop's first column it takes the block itself for the ones
+ * to its left (found by tools/fuzz.sh jpeg: a progressive file cut short). */
+static int choose_part(struct jpeg_decompress_struct *c, const swin_preprocess_params *part_for, swin_rect *part) {
+    const int w = (int)c->output_width, h = (int)c->output_height;
+    swin_rect need;
+    if (!part_for || swin_preprocess_source_rect(part_for, w, h, &need) != SWIN_OK || need.x0 >= need.x1)
+        return 0;   /* a geometry preprocessing refuses is refused there, with its message */
+    const int mx = 8 * c->max_h_samp_factor * (c->progressive_mode ? 3 : 1), my = 8 * c->max_v_samp_factor;
+    const int x0 = need.x0 > mx ? need.x0 - mx : 0, x1 = need.x1 < w - mx ? need.x1 + mx : w;
+    part->y0 = need.y0 > my ? need.y0 - my : 0;
+    part->y1 = need.y1;
+    if (x0 > 0 || x1 < w) {
+        JDIMENSION xoff = (JDIMENSION)x0, width = (JDIMENSION)(x1 - x0);
+        jpeg_crop_scanline(c, &xoff, &width);   /* xoff down to an iMCU boundary, width grown to match */
+        part->x0 = (int)xoff;
+        part->x1 = (int)(xoff + c->output_width);
+    } else {
+        part->x0 = 0, part->x1 = w;
+    }
+    return part->x0 > 0 || part->x1 < w || part->y0 > 0 || part->y1 < h;
+}
+
 /* Runs with setjmp armed. d and out are not local to this function, so what is written to them
  * survives the longjmp: out takes the pixel buffer as soon as it exists (the caller frees it). */
-static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
-                       void *ctx, swin_image *out, int *custom) {
+static swin_status run(decoder *d, const uint8_t *data, size_t size, const char *name,
+                       const swin_preprocess_params *part_for, swin_image_alloc_fn alloc, void *ctx, swin_image *out,
+                       int *custom) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     if (setjmp(d->err.jump)) return jump_status(d, name);
     read_header(d, data, size);
@@ -148,50 +181,70 @@ static swin_status run(decoder *d, const uint8_t *data, size_t size, const char 
     c->dct_method = JDCT_ISLOW;
     c->do_fancy_upsampling = TRUE;
     c->scale_num = c->scale_denom = 1;
-
-    size_t stride = (size_t)w * 3;
-    uint8_t *rgb = alloc ? alloc(ctx, stride * h) : NULL;
-    if (rgb) *custom = 1;
-    else rgb = malloc(stride * h);
-    out->rgb = rgb;
-    if (!rgb) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%ux%u JPEG)", name, w, h);
     jpeg_start_decompress(c);
     if (c->output_width != w || c->output_height != h)
         return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (%ux%u in the header, %ux%u decoded)", name, w, h,
                          c->output_width, c->output_height);
 
+    swin_rect part = {0, 0, (int)w, (int)h};
+    const int is_part = choose_part(c, part_for, &part);
+    const unsigned pw = (unsigned)(part.x1 - part.x0), ph = (unsigned)(part.y1 - part.y0);
+    size_t stride = (size_t)pw * 3;
+    uint8_t *rgb = alloc ? alloc(ctx, stride * ph) : NULL;
+    if (rgb) *custom = 1;
+    else rgb = malloc(stride * ph);
+    out->rgb = rgb;
+    if (!rgb) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory (%ux%u JPEG)", name, w, h);
+
     /* CMYK rows are wider than RGB ones: they go through a scratch buffer from libjpeg's pool */
-    JSAMPARRAY cmyk = nc == 4 ? (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, w * 4,
+    JSAMPARRAY cmyk = nc == 4 ? (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, pw * 4,
                                                          (JDIMENSION)c->rec_outbuf_height) : NULL;
-    while (c->output_scanline < h) {
-        unsigned y = c->output_scanline, n;
+    if (part.y0 > 0) jpeg_skip_scanlines(c, (JDIMENSION)part.y0);   /* entropy-decoded all the same */
+    while (c->output_scanline < (unsigned)part.y1) {
+        unsigned y = c->output_scanline - (unsigned)part.y0, n;
         if (cmyk) {
-            n = jpeg_read_scanlines(c, cmyk, (JDIMENSION)c->rec_outbuf_height);
-            for (unsigned i = 0; i < n; i++) cmyk_row_to_rgb(rgb + (y + i) * stride, cmyk[i], w);
+            const unsigned want = (unsigned)part.y1 - c->output_scanline, most = (unsigned)c->rec_outbuf_height;
+            n = jpeg_read_scanlines(c, cmyk, want < most ? want : most);
+            for (unsigned i = 0; i < n; i++) cmyk_row_to_rgb(rgb + (y + i) * stride, cmyk[i], pw);
         } else {
             JSAMPROW rows[16];
-            unsigned want = h - y < 16 ? h - y : 16;
+            unsigned want = ph - y < 16 ? ph - y : 16;
             for (unsigned i = 0; i < want; i++) rows[i] = rgb + (y + i) * stride;
             n = jpeg_read_scanlines(c, rows, want);
             if (nc == 1)
-                for (unsigned i = 0; i < n; i++) grey_row_to_rgb(rows[i], w);
+                for (unsigned i = 0; i < n; i++) grey_row_to_rgb(rows[i], pw);
         }
         if (n == 0) /* only a suspending data source returns 0; ours never suspends */
-            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no rows decoded at row %u)", name, y);
+            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no rows decoded at row %u)", name, c->output_scanline);
+    }
+    /* The rows below the part are decoded all the same (entropy-decoded, at least), so that damage
+     * there is found as a whole decode finds it. Not by skipping them all: told to skip to the
+     * bottom, jpeg_skip_scanlines marks the data read without reading it (a file truncated there
+     * would pass), so it skips all rows but the last, which is read. */
+    if (c->output_scanline < h) {
+        if (h - c->output_scanline > 1) jpeg_skip_scanlines(c, h - c->output_scanline - 1);
+        JSAMPARRAY last = (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, pw * 4, 1);
+        if (jpeg_read_scanlines(c, last, 1) != 1)
+            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt JPEG (no rows decoded at row %u)", name, c->output_scanline);
     }
     jpeg_finish_decompress(c); /* reads up to the end-of-image marker: a missing one is truncation */
-    out->width = (int)w;
-    out->height = (int)h;
+    out->width = (int)pw;
+    out->height = (int)ph;
+    if (is_part) {
+        out->x0 = part.x0, out->y0 = part.y0;
+        out->full_width = (int)w, out->full_height = (int)h;
+    }
     return SWIN_OK;
 }
 
-swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
-                             void *ctx, swin_image *out, int *custom) {
+swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
+                             const swin_preprocess_params *part_for, swin_image_alloc_fn alloc, void *ctx,
+                             swin_image *out, int *custom) {
     *out = (swin_image){0};
     *custom = 0;
     decoder d;
     decoder_init(&d);
-    swin_status st = run(&d, data, size, name, alloc, ctx, out, custom);
+    swin_status st = run(&d, data, size, name, part_for, alloc, ctx, out, custom);
     jpeg_destroy_decompress(&d.cinfo);
     if (st != SWIN_OK) {
         if (*custom) *out = (swin_image){0}; /* the allocator's memory stays the allocator's */

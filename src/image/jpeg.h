@@ -12,10 +12,12 @@
 
 /* Decode a JPEG held in memory to RGB8 as Pillow's Image.open(..).convert('RGB') does (see
  * image.h), into alloc(ctx, bytes) when alloc is given and returns memory (*custom = 1), else
- * into malloc'd memory. On failure *out is left empty and the status and message are set as
- * swin_fail does. */
-swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name, swin_image_alloc_fn alloc,
-                             void *ctx, swin_image *out, int *custom);
+ * into malloc'd memory; with part_for, only the part that preprocessing with it reads (plus a
+ * margin), as swin_image_decode_part describes. On failure *out is left empty and the status and
+ * message are set as swin_fail does. */
+swin_status swin_jpeg_decode(const uint8_t *data, size_t size, const char *name,
+                             const struct swin_preprocess_params *part_for, swin_image_alloc_fn alloc, void *ctx,
+                             swin_image *out, int *custom);
 
 /* ---- the split decode: entropy decoding on the CPU (libjpeg), the rest anywhere (jpeg_exact.h)
  * The DCT coefficients of a JPEG, with what is needed to finish the decode exactly as

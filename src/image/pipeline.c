@@ -134,8 +134,8 @@ static void decode_one(pipe_t *q, pipe_slot *sl, pipe_item *it, int i, double *t
     slot_alloc sa = {q, sl};
     int custom = 0;
     if (st == SWIN_OK)
-        st = swin_image_decode_into(buf, len, path, sl->arena && !q->cpu_pre ? arena_alloc : NULL, &sa, &it->img,
-                                    &custom);
+        st = swin_image_decode_part(buf, len, path, q->part ? q->p : NULL,
+                                    sl->arena && !q->cpu_pre ? arena_alloc : NULL, &sa, &it->img, &custom);
     it->in_arena = custom;
     free(buf);
     double t2 = now_ms();
@@ -354,7 +354,7 @@ static swin_status warm_up(pipe_t *q, swin_session *s) {
             r = r * 1664525u + 1013904223u;
             px[i] = (uint8_t)((i / 3 % (size_t)w) * 255 / (size_t)w / 2 + (r >> 25));
         }
-        for (int i = 0; i < q->B; i++) imgs[i] = (swin_image){w, h, px};
+        for (int i = 0; i < q->B; i++) imgs[i] = (swin_image){.width = w, .height = h, .rgb = px};
         if (q->cpu_pre) {   /* the preprocessed picture in every row of slot 0's input */
             st = swin_preprocess_image(q->p, &imgs[0], x);
             for (int i = 1; st == SWIN_OK && i < q->B; i++) memcpy(x + (size_t)i * q->per, x, q->per * sizeof(float));
@@ -465,6 +465,7 @@ swin_status swin_pipeline_run_multi(swin_session *const *sessions, int n_session
     if (q.depth < 1) q.depth = 1;
     q.cpu_pre = where == SWIN_PRE_DEVICE_CPU;
     q.reporter = q.n_lanes == 1 && swin_env_on("SWIN_PIPELINE_REPORTER", 0);
+    q.part = swin_env_on("SWIN_DECODE_PART", 1);
     q.decoder = dec_kind;
     q.gpu_share = gpu_share;
     q.gpu = so->device == SWIN_DEVICE_CUDA;

@@ -78,6 +78,8 @@ typedef struct {
     pipe_slot *slots;
     pipe_lane *lanes;
     int n_lanes;
+    int part;                    /* libjpeg decodes only the part of each JPEG that preprocessing
+                                    reads (swin_image_decode_part; SWIN_DECODE_PART=0: whole) */
     int reporter;                /* one session on a lane thread, the calling thread reporting
                                     (SWIN_PIPELINE_REPORTER=1; swin_pipe_lane_pipelined) */
     pthread_mutex_t mu;

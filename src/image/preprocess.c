@@ -145,10 +145,29 @@ swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, 
     return SWIN_OK;
 }
 
+swin_status swin_preprocess_resize_plan(const swin_preprocess_params *p, const swin_image *img, swin_resize_plan *plan) {
+    int rw, rh, x0, y0, fw = swin_image_full_width(img), fh = swin_image_full_height(img);
+    SWIN_TRY(swin_preprocess_plan(p, fw, fh, &rw, &rh, &x0, &y0));
+    SWIN_TRY(swin_resize_plan_make(fw, fh, rw, rh, x0, y0, swin_preprocess_width(p), swin_preprocess_height(p),
+                                   p->interp, p->pillow, plan));
+    if (img->full_width <= 0 && img->full_height <= 0) return SWIN_OK;
+    swin_status st = swin_resize_plan_to_part(plan, img->x0, img->y0, img->width, img->height);
+    if (st != SWIN_OK) swin_resize_plan_free(plan);
+    return st;
+}
+
+swin_status swin_preprocess_source_rect(const swin_preprocess_params *p, int w, int h, swin_rect *r) {
+    const swin_image whole = {.width = w, .height = h};
+    swin_resize_plan plan;
+    SWIN_TRY(swin_preprocess_resize_plan(p, &whole, &plan));
+    swin_resize_plan_source(&plan, r);
+    swin_resize_plan_free(&plan);
+    return SWIN_OK;
+}
+
 swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out) {
-    int rw, rh, x0, y0, oh = swin_preprocess_height(p), ow = swin_preprocess_width(p);
+    int oh = swin_preprocess_height(p), ow = swin_preprocess_width(p);
     if (!img || !img->rgb || !out) return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: NULL image or output");
-    SWIN_TRY(swin_preprocess_plan(p, img->width, img->height, &rw, &rh, &x0, &y0));
     for (int c = 0; c < 3; c++)
         if (!(p->std[c] != 0.0f) || !isfinite(p->std[c]) || !isfinite(p->mean[c]))
             return swin_fail(SWIN_ERR_ARGUMENT, "preprocess: bad mean/std for channel %d (%g, %g)", c,
@@ -156,8 +175,12 @@ swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_im
     uint8_t *win = malloc((size_t)oh * ow * 3);
     if (!win) return swin_fail(SWIN_ERR_MEMORY, "preprocess: out of memory");
     /* an image already at the resized size is used as is (torchvision and PIL skip the resize) */
-    swin_status st = swin_resize_rgb8_window(img->rgb, img->width, img->height, rw, rh, x0, y0, ow, oh,
-                                             p->interp, p->pillow, win);
+    swin_resize_plan plan;
+    swin_status st = swin_preprocess_resize_plan(p, img, &plan);
+    if (st == SWIN_OK) {
+        st = swin_resize_plan_apply(&plan, img->rgb, win);
+        swin_resize_plan_free(&plan);
+    }
     if (st != SWIN_OK) { free(win); return st; }
     /* a channel has 256 possible values: each is normalised once, with torch's (numpy's for hf)
      * float operations, and looked up: the same floats as normalising every pixel, without two
@@ -186,9 +209,17 @@ swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_im
 }
 
 swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *path, float *out) {
+    uint8_t *data;
+    size_t size;
+    SWIN_TRY(swin_image_read_file(path, &data, &size));
     swin_image img;
-    SWIN_TRY(swin_image_load(path, &img));
-    swin_status st = swin_preprocess_image(p, &img, out);
+    int custom;   /* no allocator: always 0 */
+    /* only what p reads (SWIN_DECODE_PART=0: the whole image, to compare) */
+    swin_status st = swin_image_decode_part(data, size, path, swin_env_on("SWIN_DECODE_PART", 1) ? p : NULL, NULL, NULL,
+                                            &img, &custom);
+    free(data);
+    if (st != SWIN_OK) return st;
+    st = swin_preprocess_image(p, &img, out);
     swin_image_free(&img);
     if (st != SWIN_OK) return swin_fail_prefix(st, "%s", path);
     return SWIN_OK;

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-typedef struct {
+typedef struct swin_preprocess_params {
     swin_preprocess_style style;
     swin_interp interp;
     int size;          /* output is [3, size, size] ... */
@@ -59,7 +59,12 @@ size_t swin_preprocess_floats(const swin_preprocess_params *p);   /* 3 * height 
 swin_status swin_preprocess_plan(const swin_preprocess_params *p, int w, int h, int *rw, int *rh,
                                  int *x0, int *y0);
 
-/* out [3, height, width] (CHW, float32). */
+/* The pixels of a w x h image that preprocessing with p reads: *r (swin_image_decode_part asks
+ * the decoder for them alone). Empty (x0 = x1) when it reads none (the crop misses the image). */
+swin_status swin_preprocess_source_rect(const swin_preprocess_params *p, int w, int h, swin_rect *r);
+
+/* out [3, height, width] (CHW, float32). img may be a part of an image (image.h) that holds what
+ * swin_preprocess_source_rect names; the output is then the whole image's. */
 swin_status swin_preprocess_image(const swin_preprocess_params *p, const swin_image *img, float *out);
 swin_status swin_preprocess_file(const swin_preprocess_params *p, const char *path, float *out);
 

@@ -210,6 +210,75 @@ swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int w
     return SWIN_OK;
 }
 
+// ---- the part of the source a plan reads, and the plan for a source that holds only a part
+
+/* [lo, hi) of the source indices a nearest axis reads; lo = hi when none */
+static void nearest_range(const swin_resize_axis *c, int *lo, int *hi) {
+    *lo = *hi = 0;
+    for (int i = 0; i < c->n; i++) {
+        const int v = c->first[i];
+        if (v < 0) continue;
+        if (*lo == *hi) *lo = v, *hi = v + 1;
+        else if (v < *lo) *lo = v;
+        else if (v >= *hi) *hi = v + 1;
+    }
+}
+
+void swin_resize_plan_source(const swin_resize_plan *pl, swin_rect *r) {
+    *r = (swin_rect){0, 0, 0, 0};
+    if (pl->ix0 >= pl->ix1 || pl->iy0 >= pl->iy1) return;
+    if (pl->interp == SWIN_INTERP_NEAREST) {
+        nearest_range(&pl->h, &r->x0, &r->x1);
+        nearest_range(&pl->v, &r->y0, &r->y1);
+        if (r->x0 == r->x1 || r->y0 == r->y1) *r = (swin_rect){0, 0, 0, 0};
+        return;
+    }
+    if (pl->need_h) tap_range(&pl->h, &r->x0, &r->x1);
+    else r->x0 = pl->ix0, r->x1 = pl->ix1;   /* sw == dw: window columns are source columns */
+    if (pl->need_v) tap_range(&pl->v, &r->y0, &r->y1);
+    else r->y0 = pl->iy0, r->y1 = pl->iy1;
+}
+
+/* every tap index of a filter axis, or every source index >= 0 of a nearest one, moves by -d */
+static void axis_move(swin_resize_axis *c, int d) {
+    for (int i = 0; i < c->n; i++)
+        if (c->ksize || c->first[i] >= 0) c->first[i] -= d;
+}
+
+swin_status swin_resize_plan_to_part(swin_resize_plan *pl, int x0, int y0, int w, int h) {
+    swin_rect need;
+    swin_resize_plan_source(pl, &need);
+    if (x0 < 0 || y0 < 0 || w < 1 || h < 1 || w > pl->sw - x0 || h > pl->sh - y0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize: part %dx%d at (%d, %d) is not within the %dx%d image", w, h,
+                         x0, y0, pl->sw, pl->sh);
+    if (need.x0 == need.x1) {   /* the window misses the image: nothing is read */
+        pl->sw = w, pl->sh = h;
+        return SWIN_OK;
+    }
+    if (need.x0 < x0 || need.x1 > x0 + w || need.y0 < y0 || need.y1 > y0 + h)
+        return swin_fail(SWIN_ERR_ARGUMENT, "resize: part %dx%d at (%d, %d) of a %dx%d image lacks pixels the "
+                         "resize reads ([%d, %d) x [%d, %d))", w, h, x0, y0, pl->sw, pl->sh, need.x0, need.x1,
+                         need.y0, need.y1);
+    if (pl->interp == SWIN_INTERP_NEAREST) {   /* the taps are all there is in source coordinates */
+        axis_move(&pl->h, x0);
+        axis_move(&pl->v, y0);
+        pl->sw = w, pl->sh = h;
+        return SWIN_OK;
+    }
+    /* columns: the horizontal taps, or, when the width is not resized, the window itself; c0, c1
+     * are the vertical-first intermediate's source columns, else copies of ix0, ix1 */
+    if (pl->need_h) axis_move(&pl->h, x0);
+    else pl->wx0 -= x0, pl->ix0 -= x0, pl->ix1 -= x0, pl->dw = w;
+    if (!pl->h_first || !pl->need_h) pl->c0 -= x0, pl->c1 -= x0;
+    /* rows likewise: r0, r1 are the horizontal-first intermediate's source rows, else copies of
+     * iy0, iy1 */
+    if (pl->need_v) axis_move(&pl->v, y0);
+    else pl->wy0 -= y0, pl->iy0 -= y0, pl->iy1 -= y0, pl->dh = h;
+    if (pl->h_first || !pl->need_v) pl->r0 -= y0, pl->r1 -= y0;
+    pl->sw = w, pl->sh = h;
+    return SWIN_OK;
+}
+
 // ---- applying a plan on the CPU. Images are RGB8 with rows `stride` pixels apart.
 
 /* Horizontal: out[y][xx] = sum_x in[y][first[xx] - col0 + x] * k[xx][x], for c->n outputs. */

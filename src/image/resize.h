@@ -22,6 +22,7 @@
 #define SWIN_RESIZE_H
 
 #include <stdint.h>
+#include "image.h"
 #include "swin.h"
 
 /* Fixed-point precision of the filter weights: 8 bits for the result, 2 for overflow and sign of
@@ -82,6 +83,24 @@ typedef struct {
 swin_status swin_resize_plan_make(int sw, int sh, int dw, int dh, int wx0, int wy0, int ww, int wh,
                                   swin_interp interp, int pillow, swin_resize_plan *plan);
 void swin_resize_plan_free(swin_resize_plan *plan);
+
+/* The source pixels the plan reads: *r, within [0, sw) x [0, sh); empty (x0 = x1, y0 = y1) when
+ * the window misses the image. */
+void swin_resize_plan_source(const swin_resize_plan *plan, swin_rect *r);
+/* Rewrite the plan for a source that holds only the part [x0, x0 + w) x [y0, y0 + h) of the
+ * sw x sh image, stored as a w x h image (swin_image's parts): every source coordinate moves by
+ * (-x0, -y0), sw and sh become w and h, and along an axis that is not resized (where resized and
+ * source coordinates are one) the window moves with them; the output is the same. SWIN_ERR_ARGUMENT
+ * when the part is not within the image or does not hold all that the plan reads. */
+swin_status swin_resize_plan_to_part(swin_resize_plan *plan, int x0, int y0, int w, int h);
+
+/* The resize of preprocessing img with p (preprocess.c): Pillow's plan of the output window
+ * (swin_preprocess_plan's geometry, p->pillow's pass order), in the coordinates of the pixels img
+ * holds when it is a part (swin_resize_plan_to_part). The CPU path applies it, the GPU path
+ * (src/cuda/images.c) uploads it. */
+struct swin_preprocess_params;
+swin_status swin_preprocess_resize_plan(const struct swin_preprocess_params *p, const swin_image *img,
+                                        swin_resize_plan *plan);
 /* dst [wh, ww, 3] <- the plan applied to src [sh, sw, 3] (swin_resize_rgb8_window's result). */
 swin_status swin_resize_plan_apply(const swin_resize_plan *plan, const uint8_t *src, uint8_t *dst);
 

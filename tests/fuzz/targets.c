@@ -9,7 +9,9 @@
  *   config_hf            swin_config_finish, parameter and FLOP counts, preprocessing plans
  *   preprocessor_config  an HF config.json with this preprocessor_config.json next to it
  *   jpeg, image          swin_image_decode (JPEG, and PNG/BMP/GIF/TGA/PNM: the seeds decide), half
- *                        of them into a caller's allocator, then timm or HF preprocessing to 16x16
+ *                        of them into a caller's allocator, then timm or HF preprocessing to 16x16;
+ *                        the part decode for that preprocessing (swin_image_decode_part) must
+ *                        give the same verdict and the same preprocessed input (else abort)
  *   jpeg_entropy         the CPU side of the exact GPU JPEG decoder: libjpeg's header
  *                        (swin_jpeg_read_scan), staging, the sequential Huffman decoder and the
  *                        parallel one's CPU emulation, which must agree (else abort)
@@ -231,15 +233,6 @@ static void *pool_alloc(void *ctx, size_t bytes) {
 }
 
 static swin_status fuzz_image(const uint8_t *d, size_t n) {
-    swin_image img;
-    int custom = 0;
-    g_pool.used = 0;
-    swin_status st = n & 1 ? swin_image_decode_into(d, n, "fuzz", pool_alloc, NULL, &img, &custom)
-                           : swin_image_decode(d, n, "fuzz", &img);
-    if (st != SWIN_OK) {
-        if (img.rgb || custom) fprintf(stderr, "swin fuzz: a failed decode left pixels\n"), abort();
-        return st;
-    }
     swin_preprocess_params p;
     memset(&p, 0, sizeof p);
     p.style = n & 2 ? SWIN_PRE_HF : SWIN_PRE_TIMM;
@@ -247,9 +240,28 @@ static swin_status fuzz_image(const uint8_t *d, size_t n) {
     p.size = 16;
     p.crop_pct = 0.875f;
     for (int c = 0; c < 3; c++) p.mean[c] = 0.5f, p.std[c] = 0.25f;
-    float out[3 * 16 * 16];
+    swin_image img;
+    int custom = 0;
+    g_pool.used = 0;
+    swin_status st = n & 1 ? swin_image_decode_into(d, n, "fuzz", pool_alloc, NULL, &img, &custom)
+                           : swin_image_decode(d, n, "fuzz", &img);
+    /* the part decode (only what p reads) must agree: the same verdict, the same preprocessed input */
+    swin_image part;
+    int pc = 0;
+    swin_status ps = swin_image_decode_part(d, n, "fuzz", &p, NULL, NULL, &part, &pc);
+    if ((ps == SWIN_OK) != (st == SWIN_OK))
+        fprintf(stderr, "swin fuzz: whole decode %d, part decode %d\n", st, ps), abort();
+    if (st != SWIN_OK) {
+        if (img.rgb || custom || part.rgb) fprintf(stderr, "swin fuzz: a failed decode left pixels\n"), abort();
+        return st;
+    }
+    float out[3 * 16 * 16], out_part[3 * 16 * 16];
     swin_status pst = swin_preprocess_image(&p, &img, out);
+    swin_status pps = swin_preprocess_image(&p, &part, out_part);
+    if (pst != pps || (pst == SWIN_OK && memcmp(out, out_part, sizeof out)))
+        fprintf(stderr, "swin fuzz: the part decode preprocesses differently (%d, %d)\n", pst, pps), abort();
     if (!custom) swin_image_free(&img);
+    swin_image_free(&part);
     return pst == SWIN_OK ? st : pst;
 }
 
