@@ -74,7 +74,9 @@ void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int
             it->on_device = 1;
             continue;
         }
-        swin_status cs = swin_image_decode(it->jpeg, it->jpeg_len, names[i], &it->img);   /* libjpeg's verdict */
+        int custom;   /* libjpeg's verdict; only what preprocessing reads, as on the decoder threads */
+        swin_status cs = swin_image_decode_part(it->jpeg, it->jpeg_len, names[i], q->part ? q->p : NULL,
+                                                NULL, NULL, &it->img, &custom);
         (*cpu_fallback)++;
         if (cs != SWIN_OK) {
             it->ok = 0;
