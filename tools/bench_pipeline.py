@@ -20,10 +20,12 @@ Steps (in this order; a step not started by --time-limit records "skipped"):
              re-capture or re-compile inside a timed pass); a list file; a separate small set of
              bad files (truncated, empty, not an image, missing)
   swin       one untimed warm-up (first 512 files), then timed runs: exact (--decoder cpu:
-             libjpeg on the CPU threads, GPU preprocessing), --decoder gpu (exact too: JPEGs
+             libjpeg on the CPU threads, GPU preprocessing), the same with whole images decoded
+             (SWIN_DECODE_PART=0: the part decoding's gain in one run), --decoder gpu (exact too: JPEGs
              decoded on the GPU; the default), --preprocess-device cpu, --decoder nvjpeg
-             (recorded as an error when this build has no such option); the two exact modes'
-             printed results compared file by file; the bad-file set through each mode that ran
+             (recorded as an error when this build has no such option); the other exact modes'
+             printed results compared with --decoder cpu's file by file; the bad-file set through
+             each mode that ran
   nvjpeg_ceiling  tools/nvjpeg_ceiling (--nvjpeg-ceiling; built with nvJPEG) on the same timed
              files: nvJPEG's own decoding rate, JPEG engines with 1, 2, 4 threads x batches of
              64, 256 (state set up once), and the default backend on 256 files; the best row is
@@ -397,11 +399,19 @@ def pillow_flag(a):
     return ["--pillow", str(a.pillow_major)] if a.pillow_major else []
 
 
+SWIN_RUN_MODES = ("exact", "exact_whole", "exact_gpu", "cpu_preprocess", "nvjpeg")
+
+
+def swin_env(mode):
+    """What a mode sets in swin's environment (exact_whole: libjpeg decodes whole images)."""
+    return {"SWIN_DECODE_PART": "0"} if mode == "exact_whole" else {}
+
+
 def swin_argv(a, ctx, mode, list_path):
     argv = [a.swin, "classify", "--model", ctx["model_dir"], "--device", a.device,
             "--precision", "fp16" if a.device == "cuda" else "fp32", "--batch", str(a.batch),
             "--json", "--timing", "--list", list_path] + pillow_flag(a)
-    if mode == "exact":
+    if mode in ("exact", "exact_whole"):
         argv += ["--decoder", "cpu"]
     elif mode == "cpu_preprocess":
         argv += ["--preprocess-device", "cpu"]
@@ -468,13 +478,14 @@ def parse_results(path, full=None):
 def run_swin(a, ctx, run, mode, list_path, cap, full=None):
     argv = swin_argv(a, ctx, mode, list_path)
     out_path = os.path.join(ctx["work"], f"swin_{mode}_{os.path.basename(list_path)}.jsonl")
-    res = {"mode": mode, "command": shown(argv, ctx)}
+    env = swin_env(mode)
+    res = {"mode": mode, "command": "".join(f"{k}={v} " for k, v in env.items()) + shown(argv, ctx)}
     log(f"$ {res['command']}")
     t = time.time()
     try:
         with open(out_path, "w") as out:
             p = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, text=True,
-                               errors="replace", timeout=run.timeout(cap))
+                               errors="replace", timeout=run.timeout(cap), env=dict(os.environ, **env))
         rc, err = p.returncode, p.stderr
     except subprocess.TimeoutExpired as e:
         rc = "timeout"
@@ -526,8 +537,8 @@ def step_swin(a, ctx, run):
     res["warmup"] = {k: warm.get(k) for k in ("command", "rc", "wall_s", "images", "failed",
                                               "swin_img_per_s", "error") if k in warm}
     ctx["top1"] = {}
-    full = {"exact": {}, "exact_gpu": {}}   # the whole printed top-5, for the two exact modes
-    for mode in ("exact", "exact_gpu", "cpu_preprocess", "nvjpeg"):
+    full = {"exact": {}, "exact_whole": {}, "exact_gpu": {}}   # the whole printed top-5 of the exact modes
+    for mode in SWIN_RUN_MODES:
         if run.left() < 15:
             res[mode] = {"mode": mode, "error": "skipped: --time-limit reached"}
             continue
@@ -538,11 +549,12 @@ def step_swin(a, ctx, run):
         res[mode] = r
         run.report.doc["swin"] = res
         run.report.save()
-    if full["exact"] and full["exact_gpu"] and isinstance(res.get("exact_gpu"), dict):
-        same = sum(1 for f, v in full["exact"].items() if full["exact_gpu"].get(f) == v)
-        res["exact_gpu"]["identical_to_exact"] = {"files": len(full["exact"]), "identical": same}
-        log(f"  --decoder gpu vs --decoder cpu: {same}/{len(full['exact'])} files with identical "
-            "top-5 indices and probabilities")
+    for mode in ("exact_whole", "exact_gpu"):
+        if full["exact"] and full[mode] and isinstance(res.get(mode), dict):
+            same = sum(1 for f, v in full["exact"].items() if full[mode].get(f) == v)
+            res[mode]["identical_to_exact"] = {"files": len(full["exact"]), "identical": same}
+            log(f"  {mode} vs --decoder cpu: {same}/{len(full['exact'])} files with identical "
+                "top-5 indices and probabilities")
     return res
 
 
@@ -558,7 +570,7 @@ def step_bad(a, ctx, run):
             i = photo_index[src]
             good_ref[p] = next((ref[f] for f, j in zip(ctx["files"], ctx["photo_of"])
                                 if j == i and f in ref), None)
-    for mode in ("exact", "exact_gpu", "cpu_preprocess", "nvjpeg"):
+    for mode in SWIN_RUN_MODES:
         if mode not in ctx["top1"]:
             continue
         r, top1, errors = run_swin(a, ctx, run, mode, ctx["bad_list"], 60)
@@ -1032,6 +1044,7 @@ def step_agreement(a, ctx):
         res["margin_median"] = s[len(s) // 2]
     pairs = [("swin exact", "PyTorch torch.compile", sw.get("exact"), tt.get("compile")),
              ("swin exact", "PyTorch eager", sw.get("exact"), tt.get("eager")),
+             ("swin exact, whole images decoded", "swin exact", sw.get("exact_whole"), sw.get("exact")),
              ("swin exact, GPU decoding", "swin exact", sw.get("exact_gpu"), sw.get("exact")),
              ("swin nvJPEG", "swin exact", sw.get("nvjpeg"), sw.get("exact")),
              ("swin CPU preprocessing", "swin exact", sw.get("cpu_preprocess"), sw.get("exact")),

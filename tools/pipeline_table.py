@@ -23,6 +23,7 @@ END = "<!-- pipeline:end -->"
 TITLE = "## End-to-end: `swin classify` on JPEG files"
 
 SWIN_MODES = [("exact", "swin exact, libjpeg on the CPU (`--decoder cpu`)"),
+              ("exact_whole", "swin exact, libjpeg on the CPU, whole images (`SWIN_DECODE_PART=0`)"),
               ("exact_gpu", "swin exact, JPEGs decoded on the GPU (`--decoder gpu`, default)"),
               ("cpu_preprocess", "swin, CPU preprocessing"),
               ("nvjpeg", "swin nvJPEG")]
@@ -182,12 +183,15 @@ def section_modes(doc, v, out, errs):
     if not sw and not tr:
         out.append("| (nothing measured) | | | | | | | |")
     out.append("")
-    same = g(sw, "exact_gpu", "identical_to_exact")
-    if isinstance(same, dict) and same.get("files"):
-        out.append(f"The two exact modes, file by file: {same['identical']:,} of {same['files']:,} files "
-                   "got identical results (top-5 class indices and probabilities as printed): the GPU "
-                   "decoder gives libjpeg's pixels.")
-        out.append("")
+    for key, what in (("exact_whole", "libjpeg decoding only the part that preprocessing reads (the "
+                                      "default) and whole images give the same input"),
+                      ("exact_gpu", "the GPU decoder gives libjpeg's pixels")):
+        same = g(sw, key, "identical_to_exact")
+        if isinstance(same, dict) and same.get("files"):
+            out.append(f"{dict(SWIN_MODES)[key]} against `--decoder cpu`, file by file: {same['identical']:,} "
+                       f"of {same['files']:,} files got identical results (top-5 class indices and "
+                       f"probabilities as printed): {what}.")
+            out.append("")
     setup = g(tr, "setup") or {}
     comp = g(tr, "compile")
     notes = ["swin img/s and wall s are from its own summary line (`swin classify: N images, "
