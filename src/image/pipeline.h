@@ -65,6 +65,8 @@
  * swin classify --timing, whole / part): --decoder cpu 1.94 1.92 1.94 / 1.74 1.77 1.85 s wall
  * (decode summed over the threads 28.1 28.0 28.3 / 25.1 25.4 27.1 s; upload 150 / 112 ms);
  * --decoder gpu, where libjpeg has few files, 0.97 0.92 / 0.94 0.94 s; the output identical.
+ * tools/bench_pipeline.sh runs both (docs/PERFORMANCE.md); its run later that day, on a faster
+ * machine: 8,149 img/s in part against 7,271 whole (decode summed 18.5 / 20.8 s).
  *
  * With SWIN_PIPELINE_REPORTER=1 in the environment, one session's batches run on a thread of
  * their own in the same order (its forward of batch k starts as soon as k-1's has ended) while
