@@ -89,9 +89,9 @@ static int check_parts(int i, swin_interp interp, int pillow, const uint8_t *src
         uint8_t *part = malloc((size_t)w * h * 3);
         for (int y = 0; part && y < h; y++)
             memcpy(part + (size_t)y * w * 3, src + ((size_t)(r.y0 + y) * sw + r.x0) * 3, (size_t)w * 3);
-        swin_status st = swin_resize_plan_make(sw, sh, CASES[i].dw, CASES[i].dh, CASES[i].wx0, CASES[i].wy0,
-                                               CASES[i].ww, CASES[i].wh, interp, pillow, &pl);
-        if (st == SWIN_OK) st = swin_resize_plan_to_part(&pl, r.x0, r.y0, w, h);
+        const swin_status made = swin_resize_plan_make(sw, sh, CASES[i].dw, CASES[i].dh, CASES[i].wx0,
+                                                       CASES[i].wy0, CASES[i].ww, CASES[i].wh, interp, pillow, &pl);
+        swin_status st = made == SWIN_OK ? swin_resize_plan_to_part(&pl, r.x0, r.y0, w, h) : made;
         if (t == 4) {
             ok &= CHECK(st == SWIN_ERR_ARGUMENT, "%s: a part one %s short of what the plan reads was taken (%d)",
                         CASES[i].what, short_x ? "column" : "row", st);
@@ -101,7 +101,7 @@ static int check_parts(int i, swin_interp interp, int pillow, const uint8_t *src
                         "%s (interp %d, Pillow %d): the plan on part [%d, %d) x [%d, %d) makes other bytes",
                         CASES[i].what, (int)interp, pillow, r.x0, r.x1, r.y0, r.y1);
         }
-        if (st == SWIN_OK) swin_resize_plan_free(&pl);
+        if (made == SWIN_OK) swin_resize_plan_free(&pl);   /* a refused move leaves the plan as it was */
         free(part);
     }
     return ok;

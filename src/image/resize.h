@@ -91,7 +91,8 @@ void swin_resize_plan_source(const swin_resize_plan *plan, swin_rect *r);
  * sw x sh image, stored as a w x h image (swin_image's parts): every source coordinate moves by
  * (-x0, -y0), sw and sh become w and h, and along an axis that is not resized (where resized and
  * source coordinates are one) the window moves with them; the output is the same. SWIN_ERR_ARGUMENT
- * when the part is not within the image or does not hold all that the plan reads. */
+ * when the part is not within the image or does not hold all that the plan reads (the plan is then
+ * left as it was: the caller still frees it). */
 swin_status swin_resize_plan_to_part(swin_resize_plan *plan, int x0, int y0, int w, int h);
 
 /* The resize of preprocessing img with p (preprocess.c): Pillow's plan of the output window
