@@ -4,7 +4,7 @@
  *   build/tests/test_jpeg_part <source dir>
  * 1. JPEGs made here with libjpeg's encoder: grey, 4:4:4, 4:2:2, 4:2:0, 4:4:0, 4:1:1, CMYK and
  *    YCCK; baseline, progressive (also with scans left out, so that libjpeg smooths the blocks
- *    with their neighbours' DC values), with restart intervals; random sizes from 40 to 720 pixels and
+ *    with their neighbours' DC values), with restart intervals, arithmetic-coded; random sizes from 40 to 720 pixels and
  *    smooth colour gradients under noise (so that chroma upsampling at a crop's edges would show),
  *    against six preprocessing geometries (timm at 224, 384 and 48 pixels, bicubic, bilinear and
  *    nearest, Pillow 12's and 13's pass order; hf, which reads every pixel). For each: the part
@@ -121,17 +121,20 @@ typedef struct {
     int nc, hs, vs, progressive, restart;   /* progressive 2: AC refinement left out, 3: DC alone
                                                (libjpeg then smooths the blocks: decompress_smooth_data) */
     J_COLOR_SPACE jpeg_space;   /* 4 components: JCS_CMYK or JCS_YCCK */
+    int arith;                  /* arithmetic coding (libjpeg skips rows through its arithmetic decoder) */
 } layout;
 
 static const layout LAYOUTS[] = {
-    {"grey", 1, 1, 1, 0, 0, JCS_GRAYSCALE},          {"4:4:4", 3, 1, 1, 0, 0, JCS_YCbCr},
-    {"4:2:2", 3, 2, 1, 0, 0, JCS_YCbCr},             {"4:2:0", 3, 2, 2, 0, 0, JCS_YCbCr},
-    {"4:4:0", 3, 1, 2, 0, 0, JCS_YCbCr},             {"4:1:1", 3, 4, 1, 0, 0, JCS_YCbCr},
-    {"4:2:0 progressive", 3, 2, 2, 1, 0, JCS_YCbCr}, {"4:2:2 restart", 3, 2, 1, 0, 3, JCS_YCbCr},
-    {"grey progressive", 1, 1, 1, 1, 0, JCS_GRAYSCALE}, {"4:4:0 progressive", 3, 1, 2, 1, 0, JCS_YCbCr},
-    {"CMYK", 4, 1, 1, 0, 0, JCS_CMYK},               {"YCCK 4:2:0", 4, 2, 2, 0, 0, JCS_YCCK},
-    {"4:2:0 AC unrefined", 3, 2, 2, 2, 0, JCS_YCbCr}, {"4:2:2 DC only", 3, 2, 1, 3, 0, JCS_YCbCr},
-    {"grey AC unrefined", 1, 1, 1, 2, 0, JCS_GRAYSCALE},
+    {"grey", 1, 1, 1, 0, 0, JCS_GRAYSCALE, 0},          {"4:4:4", 3, 1, 1, 0, 0, JCS_YCbCr, 0},
+    {"4:2:2", 3, 2, 1, 0, 0, JCS_YCbCr, 0},             {"4:2:0", 3, 2, 2, 0, 0, JCS_YCbCr, 0},
+    {"4:4:0", 3, 1, 2, 0, 0, JCS_YCbCr, 0},             {"4:1:1", 3, 4, 1, 0, 0, JCS_YCbCr, 0},
+    {"4:2:0 progressive", 3, 2, 2, 1, 0, JCS_YCbCr, 0}, {"4:2:2 restart", 3, 2, 1, 0, 3, JCS_YCbCr, 0},
+    {"grey progressive", 1, 1, 1, 1, 0, JCS_GRAYSCALE, 0}, {"4:4:0 progressive", 3, 1, 2, 1, 0, JCS_YCbCr, 0},
+    {"CMYK", 4, 1, 1, 0, 0, JCS_CMYK, 0},               {"YCCK 4:2:0", 4, 2, 2, 0, 0, JCS_YCCK, 0},
+    {"4:2:0 AC unrefined", 3, 2, 2, 2, 0, JCS_YCbCr, 0}, {"4:2:2 DC only", 3, 2, 1, 3, 0, JCS_YCbCr, 0},
+    {"grey AC unrefined", 1, 1, 1, 2, 0, JCS_GRAYSCALE, 0},
+    {"4:2:0 arithmetic", 3, 2, 2, 0, 0, JCS_YCbCr, 1},  {"4:2:2 arith. restart", 3, 2, 1, 0, 2, JCS_YCbCr, 1},
+    {"4:2:0 arith. progr.", 3, 2, 2, 1, 0, JCS_YCbCr, 1},
 };
 enum { N_LAYOUTS = sizeof LAYOUTS / sizeof LAYOUTS[0] };
 
@@ -156,6 +159,7 @@ static unsigned char *encode(const layout *l, int w, int h, unsigned long *n) {
     if (l->nc == 4) jpeg_set_colorspace(&c, l->jpeg_space);
     jpeg_set_quality(&c, 85, TRUE);
     c.restart_interval = (unsigned)l->restart;
+    c.arith_code = l->arith ? TRUE : FALSE;
     c.comp_info[0].h_samp_factor = l->hs, c.comp_info[0].v_samp_factor = l->vs;
     if (l->nc == 4) c.comp_info[3].h_samp_factor = l->hs, c.comp_info[3].v_samp_factor = l->vs;
     jpeg_scan_info scans[4];
@@ -256,7 +260,7 @@ static void test_encoded(void) {
         }
     }
     for (int li = 0; li < N_LAYOUTS; li++) {
-        printf("encoded %-18s 6 files x 6 geometries: %ld decoded in part\n", LAYOUTS[li].name, per_layout[li]);
+        printf("encoded %-20s 6 files x 6 geometries: %ld decoded in part\n", LAYOUTS[li].name, per_layout[li]);
         CHECK(per_layout[li] >= 6, "%s: only %ld part decodes (expected the 224-pixel crops of the larger files)",
               LAYOUTS[li].name, per_layout[li]);
     }
