@@ -562,6 +562,41 @@ static void truncate_copy(const char *dir, const char *src, const char *tmp, con
     write_file(out, buf, read_prefix(in, buf, sizeof buf) * num / den);
 }
 
+/* An 8-bit BMP whose palette has 4 entries (fewer than 256 is allowed): pixels within it decode to
+ * its colours; a pixel past it is refused (stb would take its colour from uninitialised memory). */
+static void test_bmp_short_palette(void) {
+    uint8_t b[14 + 40 + 16 + 8];
+    memset(b, 0, sizeof b);
+    const uint32_t off = 14 + 40 + 16;
+    b[0] = 'B', b[1] = 'M', b[2] = sizeof b;
+    b[10] = (uint8_t)off, b[14] = 40, b[18] = 4, b[22] = 2, b[26] = 1, b[28] = 8;   /* 4 x 2, 8 bits */
+    b[46] = 4;                                                                     /* colours used */
+    for (int i = 0; i < 4; i++)   /* palette: BGRx */
+        b[54 + 4 * i] = (uint8_t)(10 + i), b[55 + 4 * i] = (uint8_t)(20 + i), b[56 + 4 * i] = (uint8_t)(30 + i);
+    const uint8_t px[8] = {0, 1, 2, 3, 3, 2, 1, 0};   /* bottom row first */
+    memcpy(b + off, px, 8);
+    swin_image img;
+    int ok = CHECK(swin_image_decode(b, sizeof b, "pal4.bmp", &img) == SWIN_OK, "pal4.bmp: %s", swin_last_error());
+    if (ok) {
+        int right = img.width == 4 && img.height == 2;
+        for (int y = 0; right && y < 2; y++)
+            for (int x = 0; x < 4; x++) {   /* stored bottom-up */
+                const int k = px[(1 - y) * 4 + x];
+                const uint8_t *p = img.rgb + (y * 4 + x) * 3;
+                right &= p[0] == 30 + k && p[1] == 20 + k && p[2] == 10 + k;
+            }
+        CHECK(right, "pal4.bmp: pixels are not the palette's colours");
+        swin_image_free(&img);
+    }
+    b[off + 5] = 9;   /* past the 4 entries */
+    swin_status st = swin_image_decode(b, sizeof b, "pal4_bad.bmp", &img);
+    CHECK(st == SWIN_ERR_IMAGE && strstr(swin_last_error(), "pal4_bad.bmp: corrupt BMP (a pixel is colour 9 of a "
+                                                            "palette of 4)"),
+          "a pixel past the palette: status %d, '%s'", st, st == SWIN_OK ? "" : swin_last_error());
+    if (st == SWIN_OK) swin_image_free(&img);
+    printf("BMP with a 4-entry palette: decoded; with a pixel past it: refused\n");
+}
+
 static void test_bad_images(const char *dir) {
     char tmp[1024];
     if (!CHECK(tu_tmpdir(tmp, sizeof tmp, "swin_test_preprocess") == 0, "cannot make a temp dir")) return;
@@ -638,6 +673,7 @@ int main(int argc, char **argv) {
         test_preprocess(dir);
         if (CHECK(ref_load(ref12, &g_p12), "cannot read %s", ref12)) test_pillow12(dir);
         test_bad_images(dir);
+        test_bmp_short_palette();
         test_tga_rle();
         test_pnm();
     }

@@ -132,6 +132,13 @@ swin_status swin_image_decode_part(const void *data, size_t size, const char *na
         return swin_fail(SWIN_ERR_IMAGE, "%s: truncated %s (the file ends before the image data)",
                          name, swin_format_name[fmt]);
     }
+    int entries, index;
+    if (fmt == SWIN_FMT_BMP && swin_bmp_palette_short(d, size, &entries, &index)) {
+        if (!entries)
+            return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt BMP (its data offset leaves no room for the palette)", name);
+        return swin_fail(SWIN_ERR_IMAGE, "%s: corrupt BMP (a pixel is colour %d of a palette of %d)", name, index,
+                         entries);
+    }
 
     int w2 = 0, h2 = 0, comp2 = 0;
     uint8_t *px = stbi_load_from_memory(d, (int)size, &w2, &h2, &comp2, 3);

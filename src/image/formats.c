@@ -133,6 +133,54 @@ int swin_bmp_truncated(const uint8_t *d, size_t n) {
     return (int64_t)off + row * h > (int64_t)n;
 }
 
+/* BMP with a palette (1, 4 or 8 bits a pixel): stb reads as many palette entries as the data
+ * offset leaves room for (a count that can come out negative) into an array it does not clear,
+ * and looks each pixel up there, so a pixel whose index is past the entries read takes its colour
+ * from uninitialised memory: a different picture from run to run (found by tools/fuzz.sh image,
+ * whose check decodes every file twice). Returns 1 when the data offset leaves no room for a
+ * palette (*entries 0) or some pixel's index is past the palette stb reads (*entries: its size,
+ * *index: the first such index), else 0. Call it after swin_bmp_truncated (a truncated file is not
+ * scanned here). */
+int swin_bmp_palette_short(const uint8_t *d, size_t n, int *entries, int *index) {
+    *entries = *index = 0;
+    if (n < 18) return 0;
+    const int64_t off = le32(d + 10), hsz = le32(d + 14);
+    if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return 0;
+    if (n < 14 + (size_t)hsz) return 0;
+    int64_t w, h;
+    unsigned bpp;
+    int32_t comp = 0;
+    if (hsz == 12) {
+        w = le16(d + 18), h = le16(d + 20), bpp = le16(d + 24);
+    } else {
+        w = (int32_t)le32(d + 18), h = (int32_t)le32(d + 22), bpp = le16(d + 28);
+        comp = (int32_t)le32(d + 30);
+    }
+    if ((bpp != 1 && bpp != 4 && bpp != 8) || comp != 0) return 0;   /* no palette, or stb refuses it */
+    if (w < 0) w = -w;
+    if (h < 0) h = -h;
+    /* stb's count, in its integer arithmetic (int division, arithmetic shift) */
+    const int64_t psize = hsz == 12 ? (off - 14 - 24) / 3 : (off - 14 - hsz) >> 2;
+    if (psize == 0 || psize > 256) return 0;   /* stb refuses these itself */
+    *entries = psize < 0 ? 0 : (int)psize;
+    if (psize < 0) return 1;                   /* no room for a palette at all */
+    const int64_t stride = (w * bpp + 31) / 32 * 4, need = (int64_t)1 << bpp;
+    if (psize >= need) return 0;               /* every index is in the palette */
+    if (off + stride * h > (int64_t)n) return 0;   /* truncated: swin_bmp_truncated refuses it */
+    for (int64_t y = 0; y < h; y++) {
+        const uint8_t *row = d + off + y * stride;
+        for (int64_t x = 0; x < w; x++) {
+            const int v = bpp == 8 ? row[x] : bpp == 4 ? (x & 1 ? row[x / 2] & 15 : row[x / 2] >> 4)
+                                                      : (row[x / 8] >> (7 - (x & 7))) & 1;
+            if (v >= psize) {
+                *index = v;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* PNG: the chunks up to IEND are walked before stb sees them. A chunk cut short by the end of the
  * file is truncation: stb would first grow its buffer to the length the chunk claims (2 GiB for a
  * file of a few hundred bytes) and fail only then. And stb 2.27 adds an offset to a NULL pointer

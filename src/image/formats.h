@@ -21,6 +21,8 @@ int swin_format_size(swin_format fmt, const uint8_t *d, size_t n, long *w, long 
 
 /* Completeness: 1 when the file stops before its image data does. */
 int swin_bmp_truncated(const uint8_t *d, size_t n);
+/* 1 when a palette BMP has a pixel whose index is past the palette stb reads (formats.c) */
+int swin_bmp_palette_short(const uint8_t *d, size_t n, int *entries, int *index);
 int swin_tga_truncated(const uint8_t *d, size_t n);
 /* GIF, on a private copy d: also clears the transparency flag of the first frame (see formats.c). */
 int swin_gif_prepare(uint8_t *d, size_t n);

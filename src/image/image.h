@@ -23,7 +23,8 @@
  * Apart from 16-bit grey PNGs and PGMs, every format decodes identically to PIL (the tests print
  * both).
  * Malformed files: truncated files are refused (PIL: "image file is truncated"; stb and libjpeg
- * would fill the rest in). A JPEG is refused on any libjpeg error or warning about its data;
+ * would fill the rest in), and so is a palette BMP with a pixel past its palette (stb would take
+ * that colour from uninitialised memory). A JPEG is refused on any libjpeg error or warning about its data;
  * warnings that leave every pixel intact (junk bytes between header segments or before the
  * end marker, unknown JFIF/Adobe version codes) are ignored, as Pillow ignores them. Damage
  * inside JPEG entropy-coded data is not always detectable (no checksum): such files may decode
