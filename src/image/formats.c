@@ -112,25 +112,37 @@ int swin_gif_prepare(uint8_t *d, size_t n) {
 /* BMP: the header as stb reads it (sizes 12, 40, 56, 108, 124; compression as a signed int, of
  * which 1, 2 and 4 up are refused by stb: no pixel rows to check then), and the rows after the
  * data offset. */
-int swin_bmp_truncated(const uint8_t *d, size_t n) {
-    if (n < 18) return 1;
-    uint32_t off = le32(d + 10), hsz = le32(d + 14);
-    if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return 0; /* stb refuses it */
-    if (n < 14 + (size_t)hsz) return 1;
-    int64_t w, h;
+/* the header fields both checks read, as stb reads them: 1 when d holds a header stb accepts
+ * the size of (w, h made positive), -1 when the file ends inside it, 0 for a size stb refuses */
+typedef struct {
+    int64_t off, hsz, w, h;
     unsigned bpp;
-    int32_t comp = 0;
-    if (hsz == 12) {
-        w = le16(d + 18), h = le16(d + 20), bpp = le16(d + 24);
+    int32_t comp;
+} bmp_header;
+
+static int bmp_read_header(const uint8_t *d, size_t n, bmp_header *b) {
+    if (n < 18) return -1;
+    b->off = le32(d + 10), b->hsz = le32(d + 14), b->comp = 0;
+    if (b->hsz != 12 && b->hsz != 40 && b->hsz != 56 && b->hsz != 108 && b->hsz != 124) return 0;
+    if (n < 14 + (size_t)b->hsz) return -1;
+    if (b->hsz == 12) {
+        b->w = le16(d + 18), b->h = le16(d + 20), b->bpp = le16(d + 24);
     } else {
-        w = (int32_t)le32(d + 18), h = (int32_t)le32(d + 22), bpp = le16(d + 28);
-        comp = (int32_t)le32(d + 30);
+        b->w = (int32_t)le32(d + 18), b->h = (int32_t)le32(d + 22), b->bpp = le16(d + 28);
+        b->comp = (int32_t)le32(d + 30);
     }
-    if (comp == 1 || comp == 2 || comp >= 4) return 0;
-    if (w < 0) w = -w;
-    if (h < 0) h = -h;
-    int64_t row = (w * bpp + 31) / 32 * 4;
-    return (int64_t)off + row * h > (int64_t)n;
+    if (b->w < 0) b->w = -b->w;
+    if (b->h < 0) b->h = -b->h;
+    return 1;
+}
+
+int swin_bmp_truncated(const uint8_t *d, size_t n) {
+    bmp_header b;
+    const int r = bmp_read_header(d, n, &b);
+    if (r <= 0) return r < 0;   /* cut inside the header; or a header stb refuses */
+    if (b.comp == 1 || b.comp == 2 || b.comp >= 4) return 0;
+    const int64_t row = (b.w * b.bpp + 31) / 32 * 4;
+    return b.off + row * b.h > (int64_t)n;
 }
 
 /* BMP with a palette (1, 4 or 8 bits a pixel): stb reads as many palette entries as the data
@@ -143,35 +155,22 @@ int swin_bmp_truncated(const uint8_t *d, size_t n) {
  * scanned here). */
 int swin_bmp_palette_short(const uint8_t *d, size_t n, int *entries, int *index) {
     *entries = *index = 0;
-    if (n < 18) return 0;
-    const int64_t off = le32(d + 10), hsz = le32(d + 14);
-    if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return 0;
-    if (n < 14 + (size_t)hsz) return 0;
-    int64_t w, h;
-    unsigned bpp;
-    int32_t comp = 0;
-    if (hsz == 12) {
-        w = le16(d + 18), h = le16(d + 20), bpp = le16(d + 24);
-    } else {
-        w = (int32_t)le32(d + 18), h = (int32_t)le32(d + 22), bpp = le16(d + 28);
-        comp = (int32_t)le32(d + 30);
-    }
-    if ((bpp != 1 && bpp != 4 && bpp != 8) || comp != 0) return 0;   /* no palette, or stb refuses it */
-    if (w < 0) w = -w;
-    if (h < 0) h = -h;
+    bmp_header b;
+    if (bmp_read_header(d, n, &b) <= 0) return 0;
+    if ((b.bpp != 1 && b.bpp != 4 && b.bpp != 8) || b.comp != 0) return 0;   /* no palette, or stb refuses it */
     /* stb's count, in its integer arithmetic (int division, arithmetic shift) */
-    const int64_t psize = hsz == 12 ? (off - 14 - 24) / 3 : (off - 14 - hsz) >> 2;
+    const int64_t psize = b.hsz == 12 ? (b.off - 14 - 24) / 3 : (b.off - 14 - b.hsz) >> 2;
     if (psize == 0 || psize > 256) return 0;   /* stb refuses these itself */
     *entries = psize < 0 ? 0 : (int)psize;
     if (psize < 0) return 1;                   /* no room for a palette at all */
-    const int64_t stride = (w * bpp + 31) / 32 * 4, need = (int64_t)1 << bpp;
+    const int64_t stride = (b.w * b.bpp + 31) / 32 * 4, need = (int64_t)1 << b.bpp;
     if (psize >= need) return 0;               /* every index is in the palette */
-    if (off + stride * h > (int64_t)n) return 0;   /* truncated: swin_bmp_truncated refuses it */
-    for (int64_t y = 0; y < h; y++) {
-        const uint8_t *row = d + off + y * stride;
-        for (int64_t x = 0; x < w; x++) {
-            const int v = bpp == 8 ? row[x] : bpp == 4 ? (x & 1 ? row[x / 2] & 15 : row[x / 2] >> 4)
-                                                      : (row[x / 8] >> (7 - (x & 7))) & 1;
+    if (b.off + stride * b.h > (int64_t)n) return 0;   /* truncated: swin_bmp_truncated refuses it */
+    for (int64_t y = 0; y < b.h; y++) {
+        const uint8_t *row = d + b.off + y * stride;
+        for (int64_t x = 0; x < b.w; x++) {
+            const int v = b.bpp == 8 ? row[x] : b.bpp == 4 ? (x & 1 ? row[x / 2] & 15 : row[x / 2] >> 4)
+                                                          : (row[x / 8] >> (7 - (x & 7))) & 1;
             if (v >= psize) {
                 *index = v;
                 return 1;
