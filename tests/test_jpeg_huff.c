@@ -33,6 +33,7 @@
 #include "jpeg.h"
 #include "jpeg_par.h"
 #include "swin.h"
+#include "jpeg_encode.h"
 #include "testutil.h"
 
 static const char *const WHY[SWIN_JH_N] = {"ok", "bad code", "run past 63", "DC out of range", "no data",
@@ -182,36 +183,30 @@ static int check_damaged(const uint8_t *bad, size_t size, int t, int *refused_by
     return accepted;
 }
 
+typedef struct {
+    int n, flat;   /* samples a row; the picture's kind */
+    unsigned s;    /* the noise's state */
+} fill_state;
+
+static void fill_row(void *ctx, int y, unsigned char *row) {
+    fill_state *f = ctx;
+    (void)y;
+    for (int i = 0; i < f->n; i++) {
+        f->s = f->s * 1103515245u + 12345u;
+        row[i] = (unsigned char)(f->flat == 2 ? 100 : f->flat == 1 ? 128 + (f->s >> 16) % 3 : (f->s >> 16) & 255);
+    }
+}
+
 /* a w x h picture (nc 1: grey, 3: RGB, luma sampled hs x vs) through libjpeg's encoder with a
  * restart interval of ri MCUs; flat 0: noise, 1: nearly flat, 2: one value. malloc'd, *n bytes */
 static unsigned char *encode(int w, int h, int nc, int hs, int vs, int quality, int ri, int flat, unsigned seed,
                              unsigned long *n) {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr err;
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    *n = 0;
-    jpeg_mem_dest(&c, &out, n);
-    c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h, c.input_components = nc;
-    c.in_color_space = nc == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, quality, TRUE);
-    c.restart_interval = (unsigned)ri;
-    if (nc == 3) c.comp_info[0].h_samp_factor = hs, c.comp_info[0].v_samp_factor = vs;
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * nc);
-    for (unsigned s = seed; row && c.next_scanline < (JDIMENSION)h;) {
-        for (int i = 0; i < w * nc; i++) {
-            s = s * 1103515245u + 12345u;
-            row[i] = (unsigned char)(flat == 2 ? 100 : flat == 1 ? 128 + (s >> 16) % 3 : (s >> 16) & 255);
-        }
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
+    jpeg_enc e;
+    jpeg_enc_begin(&e, w, h, nc, quality, ri);
+    if (nc == 3) e.c.comp_info[0].h_samp_factor = hs, e.c.comp_info[0].v_samp_factor = vs;
+    fill_state f = {w * nc, flat, seed};
+    unsigned char *out = jpeg_enc_rows(&e, fill_row, &f);
+    *n = e.n;
     return out;
 }
 

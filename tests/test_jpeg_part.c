@@ -26,6 +26,7 @@
 #include "image.h"
 #include "preprocess.h"
 #include "swin.h"
+#include "jpeg_encode.h"
 #include "testutil.h"
 
 // ---- geometries
@@ -144,48 +145,42 @@ static unsigned rnd(void) {
     return g_seed >> 16;
 }
 
+typedef struct {
+    const layout *l;
+    int w, gx, gy;   /* the gradients' slopes */
+} fill_state;
+
+/* smooth colour gradients under noise */
+static void fill_row(void *ctx, int y, unsigned char *row) {
+    const fill_state *f = ctx;
+    const int nc = f->l->nc;
+    for (int x = 0; x < f->w; x++)
+        for (int k = 0; k < nc; k++) {
+            int v = (x * f->gx * (k + 1) + y * f->gy * (3 - k % 3)) % 256 + (int)(rnd() % 40) - 20;
+            row[(size_t)x * nc + k] = (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+}
+
 /* a w x h picture in layout l, malloc'd (*n bytes) */
 static unsigned char *encode(const layout *l, int w, int h, unsigned long *n) {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr err;
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    *n = 0;
-    jpeg_mem_dest(&c, &out, n);
-    c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h, c.input_components = l->nc;
-    c.in_color_space = l->nc == 1 ? JCS_GRAYSCALE : l->nc == 3 ? JCS_RGB : JCS_CMYK;
-    jpeg_set_defaults(&c);
-    if (l->nc == 4) jpeg_set_colorspace(&c, l->jpeg_space);
-    jpeg_set_quality(&c, 85, TRUE);
-    c.restart_interval = (unsigned)l->restart;
-    c.arith_code = l->arith ? TRUE : FALSE;
-    c.comp_info[0].h_samp_factor = l->hs, c.comp_info[0].v_samp_factor = l->vs;
-    if (l->nc == 4) c.comp_info[3].h_samp_factor = l->hs, c.comp_info[3].v_samp_factor = l->vs;
+    jpeg_enc e;
+    jpeg_enc_begin(&e, w, h, l->nc, 85, l->restart);
+    if (l->nc == 4) jpeg_set_colorspace(&e.c, l->jpeg_space);
+    e.c.arith_code = l->arith ? TRUE : FALSE;
+    e.c.comp_info[0].h_samp_factor = l->hs, e.c.comp_info[0].v_samp_factor = l->vs;
+    if (l->nc == 4) e.c.comp_info[3].h_samp_factor = l->hs, e.c.comp_info[3].v_samp_factor = l->vs;
     jpeg_scan_info scans[4];
-    if (l->progressive == 1) jpeg_simple_progression(&c);
+    if (l->progressive == 1) jpeg_simple_progression(&e.c);
     if (l->progressive >= 2) {   /* the DC in full, then (2) each component's AC to all but its last bit */
         const int ns = l->progressive == 2 ? 1 + l->nc : 1;
         scans[0] = (jpeg_scan_info){l->nc, {0, 1, 2, 3}, 0, 0, 0, 0};
         for (int k = 1; k < ns; k++) scans[k] = (jpeg_scan_info){1, {k - 1}, 1, 63, 0, 1};
-        c.scan_info = scans, c.num_scans = ns;
+        e.c.scan_info = scans, e.c.num_scans = ns;
     }
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * l->nc);
-    const int gx = 1 + (int)(rnd() % 5), gy = 1 + (int)(rnd() % 5);
-    while (row && c.next_scanline < (JDIMENSION)h) {
-        const int y = (int)c.next_scanline;
-        for (int x = 0; x < w; x++)
-            for (int k = 0; k < l->nc; k++) {
-                int v = (x * gx * (k + 1) + y * gy * (3 - k % 3)) % 256 + (int)(rnd() % 40) - 20;
-                row[(size_t)x * l->nc + k] = (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
-            }
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
+    fill_state f = {l, w, 0, 0};
+    f.gx = 1 + (int)(rnd() % 5), f.gy = 1 + (int)(rnd() % 5);
+    unsigned char *out = jpeg_enc_rows(&e, fill_row, &f);
+    *n = e.n;
     return out;
 }
 
