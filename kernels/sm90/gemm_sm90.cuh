@@ -8,6 +8,7 @@
  *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3
  *   epi_coeffs / epi_store  a thread's column pair: its bias and scale; the pair's output value(s)
  *                           written at a byte address of the staging tile
+ *   TileLoader<R, T>        a thread's cp.async share of a k-tile of R rows (gemm_wgmma.cu, gemm_x3.cu)
  *
  * The operand tiles are K-major with the 128-byte swizzle (wgmma.cuh); a k-tile row is 128 bytes
  * whatever the element (64 16-bit, 128 E4M3, 32 fp32 values).
@@ -96,6 +97,34 @@ __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, 
     else
         *reinterpret_cast<uint32_t *>(p) = pack2<T>(v0, v1);
 }
+
+/* A thread's share of copying a k-tile of a K-contiguous matrix (rows r0 .. r0 + R) into shared
+ * memory: 16-byte chunk column tid % 8 of rows tid / 8 + 32 j. The rows' offsets and the shared
+ * offset are set up once, a k-tile adds k0: the per-copy address arithmetic, recomputed per
+ * chunk, had been a quarter to a half of the kernel's instructions. Rows past the matrix read its
+ * last row instead (they only feed output rows or columns that are not stored), so only the K
+ * tail needs zero-filling; offsets are 32-bit (the launcher checks rows x K < 2^31). */
+template <int R, typename T>
+struct TileLoader {
+    static constexpr int J = R / 32, CE = 16 / (int)sizeof(T);   /* elements a chunk */
+    const T *g;          /* the thread's chunk column of row 0 */
+    int off[J];          /* elements from g to row tid / 8 + 32 j (clamped) */
+    uint32_t soff;       /* bytes from a tile's start to the thread's first chunk */
+    int kc;              /* the chunk's first column within a k-tile */
+    __device__ __forceinline__ void init(const T *base, int r0, int rows, int K, int tid) {
+        const int r = tid >> 3;
+        kc = (tid & 7) * CE, g = base + kc, soff = swz(r, tid & 7);
+#pragma unroll
+        for (int j = 0; j < J; j++) off[j] = min(r0 + r + 32 * j, rows - 1) * K;
+    }
+    __device__ __forceinline__ void load(uint32_t s, int k0, int K) const {
+        const bool ok = k0 + kc < K;
+        const int kk = ok ? k0 : 0;
+#pragma unroll
+        for (int j = 0; j < J; j++)   /* row + 32 j: the same swizzle, 32 rows of 128 bytes further on */
+            cp_async16_s(s + soff + j * 32 * 128, g + off[j] + kk, ok);
+    }
+};
 
 } // namespace sm90
 

@@ -101,34 +101,6 @@ constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024;   /* + room to alig
 template <int RB>
 __device__ __forceinline__ int swz_out(int r, int b) { return r * RB + ((((b >> 4) ^ (r & 7))) << 4) + (b & 15); }
 
-/* A thread's share of copying a k-tile of a K-contiguous matrix (rows r0 .. r0 + R) into shared
- * memory: 16-byte chunk column tid % 8 of rows tid / 8 + 32 j. The rows' offsets and the shared
- * offset are set up once, a k-tile adds k0: the per-copy address arithmetic, recomputed per
- * chunk, had been a quarter to a half of the kernel's instructions. Rows past the matrix read its
- * last row instead (they only feed output rows or columns that are not stored), so only the K
- * tail needs zero-filling; offsets are 32-bit (the launcher checks rows x K < 2^31). */
-template <int R, typename T>
-struct TileLoader {
-    static constexpr int J = R / 32, CE = 16 / (int)sizeof(T);   /* elements a chunk */
-    const T *g;          /* the thread's chunk column of row 0 */
-    int off[J];          /* elements from g to row tid / 8 + 32 j (clamped) */
-    uint32_t soff;       /* bytes from a tile's start to the thread's first chunk */
-    int kc;              /* the chunk's first column within a k-tile */
-    __device__ __forceinline__ void init(const T *base, int r0, int rows, int K, int tid) {
-        const int r = tid >> 3;
-        kc = (tid & 7) * CE, g = base + kc, soff = swz(r, tid & 7);
-#pragma unroll
-        for (int j = 0; j < J; j++) off[j] = min(r0 + r + 32 * j, rows - 1) * K;
-    }
-    __device__ __forceinline__ void load(uint32_t s, int k0, int K) const {
-        const bool ok = k0 + kc < K;
-        const int kk = ok ? k0 : 0;
-#pragma unroll
-        for (int j = 0; j < J; j++)   /* row + 32 j: the same swizzle, 32 rows of 128 bytes further on */
-            cp_async16_s(s + soff + j * 32 * ROW, g + off[j] + kk, ok);
-    }
-};
-
 template <class E, int EPI>
 __global__ void __launch_bounds__(THREADS, 2)
 gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, const typename E::T *__restrict__ w,
