@@ -7,7 +7,11 @@
  * is C with beta = 1 (C == D is allowed by cuBLASLt when both share the layout).
  * Precision: SWIN_FP32 fp32 data, CUBLAS_COMPUTE_32F (cuBLASLt uses TF32 only when asked for
  * CUBLAS_COMPUTE_32F_FAST_TF32); SWIN_TF32 the latter; SWIN_FP16 / SWIN_BF16 16-bit A/B/C/D/bias
- * with fp32 accumulation and fp32 scales.
+ * with fp32 accumulation and fp32 scales. On Hopper a SWIN_FP32 handle's layers run instead on
+ * kernels/sm90/gemm_x3.cu (3xTF32: fp32 accuracy on the TF32 tensor cores) where it takes the
+ * shape, unless SWIN_FP32_GEMM=sgemm. cuBLAS's own FP32 emulation (CUBLAS_COMPUTE_32F_EMULATED_16BFX9
+ * with the eager strategy) was tried on the H200 (2026-11-27, Swin-T fp32 batch 256: 67.88 ms
+ * against 67.88 ms, bit-identical logits): it is not used on compute capability 9.0.
  * GELU: cuBLASLt's GELU epilogue is the tanh approximation, the model needs the exact erf form of
  * nn.GELU. So GELU is the BIAS epilogue followed by swin_gelu_cuda (kernels/act.cu), which also
  * adds the residual in that case (gelu(x W^T + b) + residual, as the CPU reference); with
@@ -71,6 +75,8 @@ typedef struct {
     cublasLtMatmulAlgo_t algo;             /* the one used */
     cublasLtMatmulAlgo_t cand[GEMM_CANDIDATES];   /* the heuristic's, best first */
     int n_cand, tuned;
+    int x3;                                /* SWIN_FP32: 1 runs sm90/gemm_x3.cu where it takes the call
+                                              (swin_gemm_x3_supports), 0 cuBLASLt (plan_tune decides) */
 } gemm_plan;
 
 struct swin_gemm {
@@ -87,9 +93,21 @@ struct swin_gemm {
     int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
     int sms;                               /* the GPU's multiprocessors, when wgmma */
     int tma_linear;                        /* 16-bit layers without GELU on sm90/gemm_tma.cu where it can */
+    int x3;                                /* SWIN_FP32 layers on sm90/gemm_x3.cu (3xTF32) where it can */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
+
+/* SWIN_FP32_GEMM=sgemm keeps a SWIN_FP32 handle's layers on cuBLASLt's fp32 GEMM; else (default,
+ * or x3) they run on sm90/gemm_x3.cu where it can. Read once. */
+static int fp32_x3_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_FP32_GEMM");
+        on = !(v && !strcmp(v, "sgemm"));
+    }
+    return on;
+}
 
 // ---- plans
 
@@ -164,7 +182,10 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
         goto fail;
     }
     p->algo = p->cand[0];
-    p->tuned = p->n_cand == 1;
+    /* without tuning: the 3xTF32 kernel where its 64 x 128 tiles fill the GPU twice (at batch 1
+     * Swin's layers are too small for it and cuBLASLt's split-K shapes win) */
+    p->x3 = g->x3 && (long long)((p->M + 63) / 64) * ((p->N + 127) / 128) >= 2LL * g->sms;
+    p->tuned = p->n_cand == 1 && !g->x3;
     cublasLtMatmulPreferenceDestroy(pref);
     return SWIN_OK;
 fail:
@@ -229,6 +250,7 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     g->tma_linear = g->wgmma && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
+    g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -303,10 +325,42 @@ swin_status swin_gemm_prepare(swin_gemm *g, int M, int K, int N, swin_act act, i
     return plan_get(g, &key, has_bias ? aligned : NULL, &p);
 }
 
-/* Time p's candidates on the real inputs into a temporary D; keep the fastest in p->algo.
- * Skipped (retried on a later call) while the stream is being captured. */
+/* time reps calls of fn(ctx) on st between two events (after one untimed call); -1 when a call or
+ * the timing fails (a sticky fault is then reported by the caller's synchronise) */
+static float time_calls(int (*fn)(void *), void *ctx, int reps, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
+    if (!fn(ctx)) return -1.0f;
+    int ok = cudaEventRecord(e0, st) == cudaSuccess;
+    for (int r = 0; ok && r < reps; r++) ok = fn(ctx);
+    float ms = 0.0f;
+    ok = ok && cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+    return ok ? ms : -1.0f;
+}
+
+/* the calls plan_tune times besides cuBLASLt's: the GELU pass after it, and the 3xTF32 kernel */
+typedef struct {
+    swin_gemm *g;
+    const gemm_plan *p;
+    void *d;
+    const void *in, *w, *bias, *res;
+    cudaStream_t st;
+} tune_call;
+static int call_gelu(void *v) {
+    const tune_call *t = v;
+    return swin_gelu_cuda(t->d, NULL, (size_t)t->p->M * t->p->N, t->g->dt, t->st) == SWIN_OK;
+}
+static int call_x3(void *v) {
+    const tune_call *t = v;
+    return swin_gemm_x3_cuda(t->d, t->in, t->w, t->bias, t->res, t->p->M, t->p->K, t->p->N, (swin_act)t->p->act,
+                             t->st) == SWIN_OK;
+}
+
+/* Time p's candidates on the real inputs into a temporary D; keep the fastest in p->algo. With
+ * x3_ok (a SWIN_FP32 layer that sm90/gemm_x3.cu takes) also time that kernel against the best
+ * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
+ * p->x3. Skipped (retried on a later call) while the stream is being captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
-                             cudaStream_t st) {
+                             const void *bias, int x3_ok, cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
@@ -353,6 +407,18 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
         if (best < 0 || ms < best) best = ms, best_i = i;
     }
     p->algo = p->cand[best_i];
+    if (x3_ok) {
+        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st};
+        const float gelu = p->act == SWIN_ACT_GELU ? time_calls(call_gelu, &tc, GEMM_TUNE_REPS, st, e0, e1) : 0.0f;
+        const float x3 = time_calls(call_x3, &tc, GEMM_TUNE_REPS, st, e0, e1);
+        cudaError_t ce = cudaStreamSynchronize(st);
+        if (ce != cudaSuccess) {
+            st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: tuning the 3xTF32 kernel, M %d K %d N %d: %s", p->M, p->K,
+                            p->N, cudaGetErrorString(ce));
+            goto done;
+        }
+        if (x3 >= 0.0f && gelu >= 0.0f) p->x3 = best < 0.0f || x3 < best + gelu;
+    }
 done:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
@@ -365,13 +431,15 @@ done:
  * layers), tuning on first use, the matmul (residual as C when fused), and with
  * SWIN_CUDA_SYNC a synchronise that names the GEMM. */
 static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *out, const void *in, const void *w,
-                            const void *bias, const void *residual, cudaStream_t st) {
+                            const void *bias, const void *residual, int x3_ok, cudaStream_t st, int *ran_x3) {
     if (bias)
         SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, st));
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, st));
+    *ran_x3 = x3_ok && p->x3;
+    if (*ran_x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
     SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
                                    p->lcd, &p->algo, g->ws, g->ws_bytes, st));
     if (swin_cuda_debug_sync) {
@@ -416,8 +484,10 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
     SWIN_TRY(plan_get(g, &key, bias, &p));
-    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, st));
-    if (act == SWIN_ACT_GELU)
+    const int x3_ok = g->x3 && swin_gemm_x3_supports(M, K, N, out, in, w, bias, residual, act);
+    int ran_x3 = 0;
+    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, x3_ok, st, &ran_x3));
+    if (act == SWIN_ACT_GELU && !ran_x3)
         SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
     return SWIN_OK;
 }
@@ -449,5 +519,6 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
                                                    sizeof w_scale));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
                                                    sizeof in_scale));
-    return plan_run(op, g, p, out, in_q, w_q, bias, residual, st);
+    int ran_x3 = 0;
+    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, st, &ran_x3);
 }

@@ -100,6 +100,21 @@ swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, c
                                           const float *col_scale, const void *bias, float out_inv, int M, int K,
                                           int N, cudaStream_t st);
 
+/* fp32 linear layers on Hopper's TF32 tensor cores with fp32 accuracy (kernels/sm90/gemm_x3.cu:
+ * each operand split into a TF32 head and tail, three TF32 products summed in fp32):
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]) (+ residual [M, N], may be out)
+ * act none or GELU (erf; not with a residual); bias and residual may be NULL.
+ * swin_gemm_x3_supports: compute capability 9.0, K a multiple of 4, N even, M x K and N x K below
+ * 2^31, in and w 16-byte aligned, out, bias and residual 8-byte aligned, out and residual apart
+ * from in and w; the call returns SWIN_ERR_UNSUPPORTED where that says no. A SWIN_FP32 handle's
+ * swin_linear_cuda times it against cuBLASLt's fp32 GEMM on a shape's first call (with
+ * SWIN_GEMM_TUNE=0: it where its 64 x 128 tiles fill the GPU twice) and runs the faster, unless
+ * SWIN_FP32_GEMM=sgemm in the environment (cuBLASLt only, for comparison). */
+int swin_gemm_x3_supports(int M, int K, int N, const void *out, const void *in, const void *w, const void *bias,
+                          const void *residual, swin_act act);
+swin_status swin_gemm_x3_cuda(float *out, const float *in, const float *w, const float *bias, const float *residual,
+                              int M, int K, int N, swin_act act, cudaStream_t st);
+
 /* FP8 (compute capability 8.9+; a handle made for SWIN_FP16): out [M, N] fp16 =
  * (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual [M, N], may alias
  * out), in_q and w_q E4M3 bytes, w_scale [N] and in_scale [M] fp32 device vectors (cuBLASLt's

@@ -14,7 +14,10 @@
  * shapes of several tiles a team; with SWIN_GEMM_TMA_MIN_TILES=0 every such shape).
  * Tolerances relative to max|ref|: fp32 1e-5, tf32 and fp16 2e-3, bf16 1.6e-2. A probe shows that
  * fp32 is true fp32: inputs 1 + 2^-12 (lost by TF32's 10-bit mantissa) give the exact sum in fp32
- * and a different one in tf32. Outputs are NaN-poisoned and guarded; argument errors checked.
+ * and a different one in tf32. On Hopper an fp32 layer runs on whichever of cuBLASLt and the 3xTF32
+ * kernel (sm90/gemm_x3.cu) its first call timed faster (SWIN_FP32_GEMM=sgemm: cuBLASLt only, the
+ * _sgemm CTest variant); that kernel is also called directly on its own shapes (partial tiles,
+ * residuals, GELU; against a double reference) and on shapes it refuses. Outputs are NaN-poisoned and guarded; argument errors checked.
  * Run: test_gpu_gemm <source dir>; SWIN_TEST_QUICK=1 drops M = 6272; SWIN_TEST_QUICK=2 runs only
  * the cases of our tensor-core GEMMs (fp16 / bf16 GELU layers fused, the layers the TMA kernel
  * takes, and its plain calls), for
@@ -194,6 +197,76 @@ static void wgmma_cases(const gprec *p, int quick) {
         if (!(quick && c[i].M > 5000)) run_direct(p, c[i].M, c[i].K, c[i].N, c[i].bias, c[i].act, 1);
 }
 
+/* the fp32 3xTF32 kernel (sm90/gemm_x3.cu) directly: out = act(in @ w^T + bias) (+ res) against
+ * a reference summed in double, fp32's tolerance; returns the largest error relative to max|ref| */
+static double run_x3(int M, int K, int N, int bias_on, swin_act act, res_kind rk) {
+    char name[128];
+    snprintf(name, sizeof name, "x3 %s%s%s M%d K%d N%d", act == SWIN_ACT_GELU ? "gelu" : "plain", bias_on ? "+bias" : "",
+             rk == RES_IN_PLACE ? "+res(in place)" : rk == RES_SEPARATE ? "+res" : "", M, K, N);
+    size_t nin = (size_t)M * K, nw = (size_t)N * K, nout = (size_t)M * N;
+    float *in = malloc(nin * sizeof(float)), *w = malloc(nw * sizeof(float)), *bias = malloc(N * sizeof(float));
+    float *res = malloc(nout * sizeof(float)), *ref = malloc(nout * sizeof(float)), *got = malloc(nout * sizeof(float));
+    tu_fill(in, nin, -1.0f, 1.0f), tu_fill(w, nw, -0.5f, 0.5f), tu_fill(bias, N, -1.0f, 1.0f), tu_fill(res, nout, -2.0f, 2.0f);
+    for (int m = 0; m < M; m++)   /* the reference in double: the CPU layer's fp32 sums err by 1e-6 */
+        for (int n = 0; n < N; n++) {
+            double acc = bias_on ? bias[n] : 0.0;
+            for (int k = 0; k < K; k++) acc += (double)in[(size_t)m * K + k] * w[(size_t)n * K + k];
+            if (act == SWIN_ACT_GELU) acc = 0.5 * acc * (1.0 + erf(acc / sqrt(2.0)));
+            ref[(size_t)m * N + n] = (float)(acc + (rk ? res[(size_t)m * N + n] : 0.0));
+        }
+    tg_buf din = tg_alloc(nin, 0), dw = tg_alloc(nw, 0), db = tg_alloc(N, 0), dout = tg_alloc(nout, 0);
+    tg_buf dres = tg_alloc(rk == RES_SEPARATE ? nout : 1, 0);
+    tg_upload(&din, in), tg_upload(&dw, w), tg_upload(&db, bias);
+    const float *r = NULL;
+    if (rk == RES_IN_PLACE) tg_upload(&dout, res), r = dout.p;
+    else tg_poison(&dout);
+    if (rk == RES_SEPARATE) tg_upload(&dres, res), r = dres.p;
+    double err = -1;
+    swin_status st = swin_gemm_x3_cuda(dout.p, din.p, dw.p, bias_on ? db.p : NULL, r, M, K, N, act, 0);
+    if (CHECK(st == SWIN_OK, "%s: %s", name, swin_last_error()) && CHECK(tg_sync_ok(name), "%s: CUDA error", name)) {
+        tg_download(&dout, got);
+        tg_compare(name, got, ref, nout, 1e-5);
+        CHECK(tg_guard_ok(&dout) && tg_guard_ok(&dres), "%s: guard zone overwritten", name);
+        double mx = 0;
+        err = 0;
+        for (size_t i = 0; i < nout; i++) {
+            mx = fmax(mx, fabs(ref[i]));
+            err = fmax(err, fabs((double)got[i] - ref[i]));
+        }
+        err = mx > 0 ? err / mx : err;
+    }
+    tg_free(&din), tg_free(&dw), tg_free(&db), tg_free(&dout), tg_free(&dres);
+    free(in), free(w), free(bias), free(res), free(ref), free(got);
+    return err;
+}
+
+/* its shapes: partial tiles in M and N, K below, between and at multiples of its 32-value k-tile,
+ * Swin-T's widths, GELU, the residual in place and separate, no bias; the shapes it refuses. A
+ * TF32 GEMM misses fp32's tolerance by far (the probe in main); this kernel must meet it. */
+static void x3_cases(int quick) {
+    static const struct { int M, K, N, bias; swin_act act; res_kind rk; } c[] = {
+        {1, 96, 288, 1, SWIN_ACT_NONE, RES_NONE},       {147, 96, 384, 1, SWIN_ACT_GELU, RES_NONE},
+        {300, 44, 70, 0, SWIN_ACT_NONE, RES_SEPARATE},  {333, 384, 96, 1, SWIN_ACT_NONE, RES_IN_PLACE},
+        {129, 36, 130, 1, SWIN_ACT_GELU, RES_NONE},     {49, 768, 1000, 1, SWIN_ACT_NONE, RES_NONE},
+        {6272, 96, 384, 1, SWIN_ACT_GELU, RES_NONE},    {6272, 1536, 384, 1, SWIN_ACT_NONE, RES_IN_PLACE},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (!(quick && c[i].M > 5000)) worst = fmax(worst, run_x3(c[i].M, c[i].K, c[i].N, c[i].bias, c[i].act, c[i].rk));
+    printf("x3 (3xTF32) kernel: largest error %.3g of max|ref| (fp32 tolerance 1e-5)\n", worst);
+    tg_buf a = tg_alloc(4096, 0), b = tg_alloc(4096, 0), o = tg_alloc(4096, 0);
+    static const struct { const char *what; int K, N, res, act, off; } bad[] = {
+        {"K not a multiple of 4", 6, 8, 0, 0, 0}, {"N odd", 8, 7, 0, 0, 0}, {"GELU with a residual", 8, 8, 1, 1, 0},
+        {"in not 16-byte aligned", 8, 8, 0, 0, 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        swin_status st = swin_gemm_x3_cuda(o.p, (const float *)a.p + bad[i].off, b.p, NULL, bad[i].res ? o.p : NULL, 4,
+                                           bad[i].K, bad[i].N, bad[i].act ? SWIN_ACT_GELU : SWIN_ACT_NONE, 0);
+        printf("%s x3 refuses %s: %s\n", st == SWIN_ERR_UNSUPPORTED ? "ok  " : "FAIL", bad[i].what, swin_last_error());
+        CHECK(st == SWIN_ERR_UNSUPPORTED, "x3 with %s: %s, expected unsupported", bad[i].what, swin_status_str(st));
+    }
+    tg_free(&a), tg_free(&b), tg_free(&o);
+}
+
 // ---- argument checking
 
 static void expect_arg_error(const char *what, swin_status st) {
@@ -293,6 +366,10 @@ int main(int argc, char **argv) {
         if (p->prec == SWIN_FP16) argument_checks(g);
         swin_gemm_free(g);
     }
+    if (wgmma) x3_cases(quick);
+    else
+        CHECK(swin_gemm_x3_cuda(NULL, NULL, NULL, NULL, NULL, 4, 8, 8, SWIN_ACT_NONE, 0) == SWIN_ERR_UNSUPPORTED,
+              "x3 without wgmma: expected unsupported");
     if (mma_only) {
         cudaFree(ws);
         return tu_finish("test_gpu_gemm");
