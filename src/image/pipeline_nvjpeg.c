@@ -25,6 +25,14 @@
  * a second decoder's batches take twice as long, and one decoder already spends 2.45 s of the
  * 2.93 s wall (3,507 img/s) in them */
 #define DEFAULT_DECODERS 1
+/* Also tried on the H200 (2026-11-27, 10,240 photo copies, Swin-T fp16 batch 256, --decoder nvjpeg
+ * --timing, three runs each, round robin): the nvJPEG stream at the highest priority
+ * (cudaStreamCreateWithPriority), so that its kernels pass the forward's, and the one decoder on
+ * a thread of its own, alone and together. gpu-decode summed 2,404 2,344 2,108 ms (as is), 2,305
+ * 2,130 2,183 (own thread), 2,190 2,154 2,305 (priority), 2,138 2,199 2,415 (both); the JPEG
+ * engines 1,931 to 2,213 ms in every setting: within the runs' spread, so neither was kept. The
+ * same priority for the exact GPU decoder (--decoder gpu): gpu-decode 498 503 533 against 505
+ * 520 535 ms. */
 /* SWIN_DECODER_GPU, measured on an H100 machine (16 cores; 10,240 photos, Swin-T fp16, batch
  * 256): all JPEGs to the GPU with 1, 2, 4 decoders: 7,670, 8,834, 7,834 img/s; 70% and 50% of
  * them with 2 decoders: 8,049 and 6,764 img/s (libjpeg alone: 5,034) */
