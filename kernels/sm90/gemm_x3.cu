@@ -50,8 +50,15 @@
  * of this kernel (128 x 128 tiles, two warpgroups of m64n128, all of K summed in the tensor
  * cores) took the linear layers to 31.9 ms of 48.5 (47.2 ms captured, 5,427 img/s), but its
  * errors reached 9.9e-6 of max|ref| at K 1536: the 64 x 128 tiles that leave registers for the
- * running total cost that speed (59.3 against 47.2 ms). A way back to it: the running total for
- * 128 x 128 tiles at one CTA an SM, with the weights split once at load instead of every tile.
+ * running total cost that speed (59.3 against 47.2 ms). Tried next (the same day, same run): 128 x
+ * 128 tiles with the running total (m64n128, 170 registers, one CTA of 8 warps an SM, three
+ * stages and two pairs of tail tiles, each k-tile's split done while the previous k-tile's MMAs
+ * run): Swin-T fp32 batch 8 / 64 / 256 2.85 / 16.31 / 59.02 ms against this kernel's 2.73 /
+ * 15.91 / 59.28 (SGEMM 2.94 / 18.45 / 67.84), the same errors; not kept. So neither the tile
+ * shape nor the split's place is the bound now. Not measured yet, the next suspects: both
+ * operands of every wgmma come from shared memory (TF32 operands are twice fp16's bytes for half
+ * its MMA rate, and each tile is read three times), which A in registers (wgmma's RS form, the
+ * split done in registers) would halve; the weights could be split once at load.
  Test: tests/test_gpu_gemm.c (fp32 through swin_linear_cuda, the
  * tolerance 1e-5 of max |ref|, the fp32 probe, and this kernel directly on partial tiles).
  */
