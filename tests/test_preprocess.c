@@ -594,7 +594,17 @@ static void test_bmp_short_palette(void) {
                                                             "palette of 4)"),
           "a pixel past the palette: status %d, '%s'", st, st == SWIN_OK ? "" : swin_last_error());
     if (st == SWIN_OK) swin_image_free(&img);
-    printf("BMP with a 4-entry palette: decoded; with a pixel past it: refused\n");
+    /* stb takes a negative compression as none: the same check must run (pixel 9 still there) */
+    b[30] = 0xe3, b[31] = 0x72, b[32] = 0xe7, b[33] = 0xfc;
+    st = swin_image_decode(b, sizeof b, "pal4_neg.bmp", &img);
+    CHECK(st == SWIN_ERR_IMAGE && strstr(swin_last_error(), "colour 9 of a palette of 4"),
+          "a pixel past the palette, compression negative: status %d, '%s'", st, st == SWIN_OK ? "" : swin_last_error());
+    if (st == SWIN_OK) swin_image_free(&img);
+    b[off + 5] = 1;   /* every pixel in the palette again: decoded as with compression 0 */
+    st = swin_image_decode(b, sizeof b, "pal4_neg_ok.bmp", &img);
+    CHECK(st == SWIN_OK, "palette BMP, compression negative: %s", st == SWIN_OK ? "" : swin_last_error());
+    if (st == SWIN_OK) swin_image_free(&img);
+    printf("BMP with a 4-entry palette: decoded; with a pixel past it: refused (compression 0 and negative)\n");
 }
 
 static void test_bad_images(const char *dir) {

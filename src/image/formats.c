@@ -157,7 +157,9 @@ int swin_bmp_palette_short(const uint8_t *d, size_t n, int *entries, int *index)
     *entries = *index = 0;
     bmp_header b;
     if (bmp_read_header(d, n, &b) <= 0) return 0;
-    if ((b.bpp != 1 && b.bpp != 4 && b.bpp != 8) || b.comp != 0) return 0;   /* no palette, or stb refuses it */
+    /* no palette; or stb refuses the compression (1, 2, 4 up; 3, bitfields, below 16 bits a pixel):
+     * a negative value passes its checks and the pixels are read as uncompressed (fuzz) */
+    if ((b.bpp != 1 && b.bpp != 4 && b.bpp != 8) || b.comp > 0) return 0;
     /* stb's count, in its integer arithmetic (int division, arithmetic shift) */
     const int64_t psize = b.hsz == 12 ? (b.off - 14 - 24) / 3 : (b.off - 14 - b.hsz) >> 2;
     if (psize == 0 || psize > 256) return 0;   /* stb refuses these itself */
