@@ -109,10 +109,7 @@ int swin_gif_prepare(uint8_t *d, size_t n) {
     return 1;
 }
 
-/* BMP: the header as stb reads it (sizes 12, 40, 56, 108, 124; compression as a signed int, of
- * which 1, 2 and 4 up are refused by stb: no pixel rows to check then), and the rows after the
- * data offset. */
-/* the header fields both checks read, as stb reads them: 1 when d holds a header stb accepts
+/* the BMP header fields both checks below read, as stb reads them: 1 when d holds a header stb accepts
  * the size of (w, h made positive), -1 when the file ends inside it, 0 for a size stb refuses */
 typedef struct {
     int64_t off, hsz, w, h;
@@ -136,6 +133,9 @@ static int bmp_read_header(const uint8_t *d, size_t n, bmp_header *b) {
     return 1;
 }
 
+/* BMP: the header as stb reads it (sizes 12, 40, 56, 108, 124; compression as a signed int, of
+ * which 1, 2 and 4 up are refused by stb: no pixel rows to check then), and the rows after the
+ * data offset. */
 int swin_bmp_truncated(const uint8_t *d, size_t n) {
     bmp_header b;
     const int r = bmp_read_header(d, n, &b);
