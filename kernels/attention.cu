@@ -10,6 +10,10 @@
  *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),
  *                           else the true-fp32 fused kernel; SWIN_ATTN_TF32=0 in the environment
  *                           takes the latter always (to time the two in one build);
+ *   SWIN_ATTN_IMPL_X3       fp32 data with fp32 accuracy on TF32 tensor cores ("3xTF32", each
+ *                           operand split into two TF32 values: the same kernels' X3 form, where
+ *                           they take the geometry, else the true-fp32 fused kernel): precision
+ *                           fp32's default (src/cuda/engine.c; SWIN_FP32_ATTN=simt keeps FUSED);
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
  * E4M3 copy (swin_q8_dst, for an FP8 proj): the fp16/bf16 fused kernels write it as they store the
@@ -277,18 +281,33 @@ static bool tf32_win_on() {
     return on;
 }
 
-/* the TF32 kernel of head_dim hd (one of tf32_width) for small windows or 12x12 ones */
+/* the TF32 kernel of head_dim hd (one of tf32_width) for small windows or 12x12 ones; X3: its
+ * 3xTF32 form */
 template <int HD>
-static void (*tf32_kernel(bool win))(AttnIO<float>) {
-    return win ? attn_tf32_win_kernel<HD> : attn_tf32_kernel<HD>;
+static void (*tf32_kernel(bool win, bool x3))(AttnIO<float>) {
+    if (x3) return win ? attn_tf32_win_kernel<HD, true> : attn_tf32_kernel<HD, true>;
+    return win ? attn_tf32_win_kernel<HD, false> : attn_tf32_kernel<HD, false>;
 }
 
 /* fp32 data on TF32 tensor cores where attn_tf32_kernel (windows of <= 64 tokens) or
- * attn_tf32_win_kernel (65 to 144) takes the geometry, else the fp32 kernel */
+ * attn_tf32_win_kernel (65 to 144) takes the geometry, else the true-fp32 kernel. x3: their 3xTF32
+ * forms (SWIN_ATTN_IMPL_X3, fp32 accuracy), which the environment switches of TF32 do not touch.
+ * Measured on the H200 (2026-11-27, one binary and run, `SWIN_FP32_ATTN=M build/swin bench
+ * --precision fp32 -n 10`, M = default (x3) / simt, median ms; the attention ops alone in brackets):
+ *   Swin-T     batch 1     1.001 (0.103)  /  1.035 (0.136)
+ *              batch 8     2.572 (0.189)  /  2.768 (0.393)
+ *              batch 64   14.250 (1.093)  / 15.990 (2.782)
+ *              batch 256  52.613 (4.102)  / 59.307 (10.772)   4,866 against 4,317 img/s
+ *   SwinV2-T   batch 256  68.267 (4.852)  / 75.994 (12.423)   (-n 5)
+ *   Swin-B 384 batch 64  122.759 (16.604) / 143.341 (37.085)  (-n 3)
+ * test_gpu_attention's timings (Swin-T stage 1 at batch 64): tf32 0.131 ms, x3 0.220, the SIMT
+ * kernel 0.568. Errors: test_gpu_attention's inputs that are not exact in TF32, at most 4.35e-6 of
+ * max|ref| for x3 and for the SIMT kernel alike (TF32 3.2e-3); `swin verify --precision fp32` on
+ * a full-size random Swin-T 5.7e-7 (SIMT 3.6e-7), every fixture at most 1.1e-6. */
 static swin_status launch_tf32(float *out, const float *qkv, const float *bias_table, const float *scale,
-                               const Geom &g, int nwin, int v2, cudaStream_t st) {
-    const bool win = g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && tf32_win_on();
-    if ((g.N > Tf32Tiles::kKeys && !win) || !tf32_width(g.hd) || !tf32_on())
+                               const Geom &g, int nwin, int v2, bool x3, cudaStream_t st) {
+    const bool win = g.N > Tf32Tiles::kKeys && g.N <= Tf32WinTiles::kKeys && (x3 || tf32_win_on());
+    if ((g.N > Tf32Tiles::kKeys && !win) || !tf32_width(g.hd) || !(x3 || tf32_on()))
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, swin_q8_dst{NULL, 0.0f, 1}, st);
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
@@ -298,18 +317,19 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
     const Tf32Smem L(g.hd, g.nb, win ? Tf32WinTiles::kKeys : Tf32Tiles::kKeys);
     if (L.total > optin)   /* the fp32 kernel streams K/V through less shared memory */
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, swin_q8_dst{NULL, 0.0f, 1}, st);
-    auto kern = tf32_kernel<32>(win);
+    auto kern = tf32_kernel<32>(win, x3);
     switch (g.hd) {
-    case 16: kern = tf32_kernel<16>(win); break;
-    case 48: kern = tf32_kernel<48>(win); break;
-    case 64: kern = tf32_kernel<64>(win); break;
+    case 16: kern = tf32_kernel<16>(win, x3); break;
+    case 48: kern = tf32_kernel<48>(win, x3); break;
+    case 64: kern = tf32_kernel<64>(win, x3); break;
     default: break;
     }
     if (L.total > 48 * 1024)
         SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total));
     const int threads = (win ? Tf32WinTiles::kWarps : Tf32Tiles::kWarps) * 32;
     swin_launch(kern, (unsigned)((size_t)nwin * g.heads), threads, L.total, st, a);
-    SWIN_LAUNCH_CHECK(win ? "attn_tf32_win_kernel" : "attn_tf32_kernel", st);
+    SWIN_LAUNCH_CHECK(x3 ? (win ? "attn_tf32_win_kernel<x3>" : "attn_tf32_kernel<x3>")
+                         : (win ? "attn_tf32_win_kernel" : "attn_tf32_kernel"), st);
     return SWIN_OK;
 }
 
@@ -373,10 +393,12 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
     swin_status s = SWIN_OK;
     if (impl == SWIN_ATTN_IMPL_FUSED) {
         SWIN_DISPATCH(dt, T, s = launch_fused<T>(out, qkv, bias_table, scale, g, nwin, v2, q, st));
-    } else if (impl == SWIN_ATTN_IMPL_TF32) {
+    } else if (impl == SWIN_ATTN_IMPL_TF32 || impl == SWIN_ATTN_IMPL_X3) {
+        const int x3 = impl == SWIN_ATTN_IMPL_X3;
         if (dt != SWIN_DT_F32)
-            return swin_fail(SWIN_ERR_ARGUMENT, "window attention (tf32): the data must be fp32 (dtype %d)", (int)dt);
-        s = launch_tf32((float *)out, (const float *)qkv, bias_table, scale, g, nwin, v2, st);
+            return swin_fail(SWIN_ERR_ARGUMENT, "window attention (%s): the data must be fp32 (dtype %d)",
+                             x3 ? "3xTF32" : "tf32", (int)dt);
+        s = launch_tf32((float *)out, (const float *)qkv, bias_table, scale, g, nwin, v2, x3, st);
     } else if (impl == SWIN_ATTN_IMPL_UNFUSED) {
         if (!cublas || !workspace)
             return swin_fail(SWIN_ERR_ARGUMENT, "window attention (unfused): needs a cuBLAS handle (%p) and a "

@@ -1,5 +1,7 @@
-/* attention_tf32.cuh - fused window attention of fp32 data on TF32 tensor cores (precision tf32),
- * included by attention.cu (SWIN_ATTN_IMPL_TF32).
+/* attention_tf32.cuh - fused window attention of fp32 data on TF32 tensor cores, included by
+ * attention.cu: in TF32 (precision tf32, SWIN_ATTN_IMPL_TF32) and, as "3xTF32" with fp32's
+ * accuracy, for precision fp32 (SWIN_ATTN_IMPL_X3; the template flag X3, at the end of this
+ * comment).
  *
  * One CTA (4 warps) = one (window, head) of a window of at most 64 tokens (Swin's 7x7 and 8x8
  * windows), head_dim 16, 32, 48 or 64; windows of 65 to 144 tokens (12x12) run on
@@ -19,9 +21,24 @@
  * The two kernels share their steps as functions (tf32_stage, tf32_query, tf32_qk_tile,
  * tf32_score, tf32_pv_tile, tf32_store); they differ in the softmax (whole rows here, an online
  * one over key blocks there). Written so that the compiled kernels are what they were as two
- * separate bodies (the SASS of every instantiation compared identical when the steps moved out).
+ * separate bodies (the SASS of every instantiation compared identical when the steps moved out);
+ * adding the X3 flag left the TF32 (X3 false) instantiations' PTX identical to before.
  * Numerics: TF32 keeps 10 mantissa bits, as fp16 does, so the error is that of the fp16 kernel's
- * rounded P; the inputs keep fp32's range. Test: tests/test_gpu_attention.c (impl "tf32").
+ * rounded P; the inputs keep fp32's range.
+ * X3 (3xTF32): every operand value x of both products (Q, K, P, V) is split in registers into a
+ * TF32 head h = rna_tf32(x) and a TF32 tail l = rna_tf32(x - h) (split_tf32; x - h is exact), and
+ * each product is summed as a_l b_h + a_h b_l + a_h b_h; the dropped a_l b_l and the tail's
+ * rounding leave about 3 x 2^-22 |a b| a product, fp32's own rounding. The tensor cores' fp32
+ * accumulation truncates (gemm_x3.cu measured it), so the small products are not added to the
+ * large running sums: S takes all tail products of a key tile first, then the head products
+ * (a chain of HD / 8 truncating additions to large values, not 3 HD / 8), and O collects the
+ * tail products of P V in an accumulator of their own (ol), added to O's head products (o) in
+ * fp32 at the end (the 12x12 kernel: after each key block, before the online softmax rescales O).
+ * A non-finite input gives NaN (its tail is
+ * inf - inf). Against the true-fp32 SIMT kernel this runs a head on the tensor cores at three
+ * TF32 products' cost; the measurements are in attention.cu (launch_tf32).
+ * Test: tests/test_gpu_attention.c (impls "tf32" and "x3"; x3 also on inputs that are not exact
+ * in TF32, against the fp32 tolerance).
  */
 #ifndef SWIN_ATTENTION_TF32_CUH
 #define SWIN_ATTENTION_TF32_CUH
@@ -66,6 +83,13 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
     uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
     return r;
+}
+
+/* x = hi + lo to about 2^-22 |x|: hi = x rounded to TF32 (low 13 bits clear, so that x - hi is
+ * exact in fp32), lo = x - hi rounded to TF32; as mma operand bits */
+__device__ __forceinline__ void split_tf32(float x, uint32_t &hi, uint32_t &lo) {
+    hi = to_tf32(x) & 0xffffe000u;
+    lo = to_tf32(x - __uint_as_float(hi));
 }
 
 /* d[4] += a[4] (16x8, row) * b (8x8, col): TF32 operands, fp32 accumulate */
@@ -125,20 +149,30 @@ __device__ __forceinline__ void tf32_stage(const AttnIO<float> &a, const Geom &g
     }
 }
 
-/* a warp's query rows r0 + gq (+ 8): Q A-fragments, the rows' scale (V2: / |q|), bias base and
- * region */
-template <int HD>
+/* Q's tail fragments: X3 only (one unused row otherwise) */
+template <int HD, bool X3>
+using QTail = uint32_t[X3 ? HD / 8 : 1][4];
+
+/* a warp's query rows r0 + gq (+ 8): Q A-fragments (X3: heads qa, tails ql), the rows' scale
+ * (V2: / |q|), bias base and region */
+template <int HD, bool X3>
 __device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g, const float *qs, const int *kinfo,
-                                           int h, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4], float (&sc)[2],
-                                           int (&qb)[2], int (&qr)[2]) {
+                                           int h, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4],
+                                           QTail<HD, X3> &ql, float (&sc)[2], int (&qb)[2], int (&qr)[2]) {
     constexpr int LD = HD + Tf32Tiles::kPad;
 #pragma unroll
     for (int kk = 0; kk < HD / 8; kk++) {
         const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
-        qa[kk][0] = to_tf32(p[0]);
-        qa[kk][1] = to_tf32(p[8 * LD]);
-        qa[kk][2] = to_tf32(p[4]);
-        qa[kk][3] = to_tf32(p[8 * LD + 4]);
+        if constexpr (X3) {
+            const float x[4] = {p[0], p[8 * LD], p[4], p[8 * LD + 4]};
+#pragma unroll
+            for (int i = 0; i < 4; i++) split_tf32(x[i], qa[kk][i], ql[kk][i]);
+        } else {
+            qa[kk][0] = to_tf32(p[0]);
+            qa[kk][1] = to_tf32(p[8 * LD]);
+            qa[kk][2] = to_tf32(p[4]);
+            qa[kk][3] = to_tf32(p[8 * LD + 4]);
+        }
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -151,15 +185,30 @@ __device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g
     }
 }
 
-/* s += Q K^T of key tile n (keys 8 n ..) */
-template <int HD>
-__device__ __forceinline__ void tf32_qk_tile(float (&s)[4], const uint32_t (&qa)[HD / 8][4], const float *ks, int n,
-                                             int gq, int t4) {
+/* s += Q K^T of key tile n (keys 8 n ..); X3: the tail products of every k step first, then the
+ * head products */
+template <int HD, bool X3>
+__device__ __forceinline__ void tf32_qk_tile(float (&s)[4], const uint32_t (&qa)[HD / 8][4], const QTail<HD, X3> &ql,
+                                             const float *ks, int n, int gq, int t4) {
     constexpr int LD = HD + Tf32Tiles::kPad;
+    if constexpr (X3) {
+        uint32_t bh[HD / 8][2], bl[HD / 8][2];
 #pragma unroll
-    for (int kk = 0; kk < HD / 8; kk++) {
-        const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
-        mma_tf32(s, qa[kk], to_tf32(p[0]), to_tf32(p[4]));
+        for (int kk = 0; kk < HD / 8; kk++) {
+            const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
+            split_tf32(p[0], bh[kk][0], bl[kk][0]);
+            split_tf32(p[4], bh[kk][1], bl[kk][1]);
+            mma_tf32(s, ql[kk], bh[kk][0], bh[kk][1]);
+            mma_tf32(s, qa[kk], bl[kk][0], bl[kk][1]);
+        }
+#pragma unroll
+        for (int kk = 0; kk < HD / 8; kk++) mma_tf32(s, qa[kk], bh[kk][0], bh[kk][1]);
+    } else {
+#pragma unroll
+        for (int kk = 0; kk < HD / 8; kk++) {
+            const float *p = ks + (n * 8 + gq) * LD + kk * 8 + t4;
+            mma_tf32(s, qa[kk], to_tf32(p[0]), to_tf32(p[4]));
+        }
     }
 }
 
@@ -193,16 +242,54 @@ __device__ __forceinline__ void tf32_score(float (&s)[4], bool tile_ok, int j, c
     }
 }
 
+/* O's accumulators: heads' products o, and for X3 the tail products ol (one unused tile otherwise) */
+template <int HD, bool X3>
+using OTail = float[X3 ? HD / 8 : 1][4];
+
 /* o += P V of key tile n, k permuted: A = {P[g][2t], P[g+8][2t], P[g][2t+1], P[g+8][2t+1]},
- * B = {V[8n + 2t][col g], V[8n + 2t + 1][col g]} */
-template <int HD>
-__device__ __forceinline__ void tf32_pv_tile(float (&o)[HD / 8][4], const float (&s)[4], const float *vs, int n, int gq,
-                                             int t4) {
+ * B = {V[8n + 2t][col g], V[8n + 2t + 1][col g]}; X3: the tail products into ol */
+template <int HD, bool X3>
+__device__ __forceinline__ void tf32_pv_tile(float (&o)[HD / 8][4], OTail<HD, X3> &ol, const float (&s)[4],
+                                             const float *vs, int n, int gq, int t4) {
     constexpr int LD = HD + Tf32Tiles::kPad;
-    const uint32_t pa[4] = {to_tf32(s[0]), to_tf32(s[2]), to_tf32(s[1]), to_tf32(s[3])};
     const float *p = vs + (n * 8 + 2 * t4) * LD + gq;
+    if constexpr (X3) {
+        const float x[4] = {s[0], s[2], s[1], s[3]};
+        uint32_t ph[4], pl[4];
 #pragma unroll
-    for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
+        for (int i = 0; i < 4; i++) split_tf32(x[i], ph[i], pl[i]);
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++) {
+            uint32_t b0h, b0l, b1h, b1l;
+            split_tf32(p[c * 8], b0h, b0l);
+            split_tf32(p[LD + c * 8], b1h, b1l);
+            mma_tf32(ol[c], pl, b0h, b1h);
+            mma_tf32(ol[c], ph, b0l, b1l);
+            mma_tf32(o[c], ph, b0h, b1h);
+        }
+    } else {
+        const uint32_t pa[4] = {to_tf32(s[0]), to_tf32(s[2]), to_tf32(s[1]), to_tf32(s[3])};
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++) mma_tf32(o[c], pa, to_tf32(p[c * 8]), to_tf32(p[LD + c * 8]));
+    }
+}
+
+/* zero o and ol; X3: o += ol (the tail products) and ol = 0, before a rescale or the store */
+template <int HD, bool X3>
+__device__ __forceinline__ void tf32_o_zero(float (&o)[HD / 8][4], OTail<HD, X3> &ol) {
+#pragma unroll
+    for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
+#pragma unroll
+    for (int c = 0; c < (X3 ? HD / 8 : 1); c++) ol[c][0] = ol[c][1] = ol[c][2] = ol[c][3] = 0.f;
+}
+template <int HD, bool X3>
+__device__ __forceinline__ void tf32_o_merge(float (&o)[HD / 8][4], OTail<HD, X3> &ol) {
+    if constexpr (X3) {
+#pragma unroll
+        for (int c = 0; c < HD / 8; c++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[c][i] += ol[c][i], ol[c][i] = 0.f;
+    }
 }
 
 /* normalise, store rows < N: row gq (+8), columns 8c + 2t, +1 */
@@ -223,7 +310,7 @@ __device__ __forceinline__ void tf32_store(const AttnIO<float> &a, const Geom &g
 
 // ---- the kernels
 
-template <int HD>
+template <int HD, bool X3>
 __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnIO<float> a) {
     swin_pdl_begin();
     constexpr int NT = Tf32Tiles::kKeys / 8, nthr = Tf32Tiles::kWarps * 32;
@@ -241,9 +328,10 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
     if (r0 >= g.N) return;   /* no barrier below */
 
     uint32_t qa[HD / 8][4];
+    QTail<HD, X3> ql;
     float sc[2];
     int qb[2], qr[2];
-    tf32_query<HD>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, sc, qb, qr);
+    tf32_query<HD, X3>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, ql, sc, qb, qr);
 
     /* S = Q K^T for the key tiles that hold keys < N (uniform) */
     const int nkt = (g.N + 7) / 8;
@@ -251,7 +339,7 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 #pragma unroll
     for (int n = 0; n < NT; n++) {
         s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-        if (n < nkt) tf32_qk_tile<HD>(s[n], qa, sh.ks, n, gq, t4);
+        if (n < nkt) tf32_qk_tile<HD, X3>(s[n], qa, ql, sh.ks, n, gq, t4);
     }
 
     /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; then the row max */
@@ -282,12 +370,13 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
 
     /* O = P V, k permuted (tf32_pv_tile) */
     float o[HD / 8][4];
-#pragma unroll
-    for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
+    OTail<HD, X3> ol;
+    tf32_o_zero<HD, X3>(o, ol);
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        if (n < nkt) tf32_pv_tile<HD>(o, s[n], sh.vs, n, gq, t4);
+        if (n < nkt) tf32_pv_tile<HD, X3>(o, ol, s[n], sh.vs, n, gq, t4);
     }
+    tf32_o_merge<HD, X3>(o, ol);
 
     tf32_store<HD>(a, g, o, l, w, h, r0, gq, t4);
 }
@@ -299,9 +388,12 @@ __global__ void __launch_bounds__(Tf32Tiles::kWarps * 32) attn_tf32_kernel(AttnI
  * Against the true-fp32 kernel these windows ran on before (SWIN_ATTN_TF32_WIN=0), measured on the
  * H200 (2026-11-26, SWIN_ATTN_TF32_WIN=E build/swin bench --arch swin_base_patch4_window12_384
  * --precision tf32 --batch 1,64 -n 10, E = 0 / default): batch 1 2.293 / 1.716 ms, batch 64
- * 1,013 / 1,803 img/s; attention ops at batch 64 37.0 / 7.0 ms, 0.71x / 3.72x of unfused. */
-template <int HD>
-__global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) attn_tf32_win_kernel(AttnIO<float> a) {
+ * 1,013 / 1,803 img/s; attention ops at batch 64 37.0 / 7.0 ms, 0.71x / 3.72x of unfused.
+ * X3 runs one CTA an SM at head_dim 32 (130 registers; bounded to two CTAs, ptxas spilled 124 bytes
+ * at 96). */
+template <int HD, bool X3>
+__global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 && !X3 ? 2 : 1)
+    attn_tf32_win_kernel(AttnIO<float> a) {
     swin_pdl_begin();
     constexpr int KEYS = Tf32WinTiles::kKeys, NB = Tf32WinTiles::kBlock, nthr = Tf32WinTiles::kWarps * 32;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -318,12 +410,13 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
     if (r0 >= g.N) return;   /* no barrier below */
 
     uint32_t qa[HD / 8][4];
+    QTail<HD, X3> ql;
     float sc[2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     int qb[2], qr[2];
-    tf32_query<HD>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, sc, qb, qr);
+    tf32_query<HD, X3>(a, g, sh.qs, sh.kinfo, h, r0, gq, t4, qa, ql, sc, qb, qr);
     float o[HD / 8][4];
-#pragma unroll
-    for (int c = 0; c < HD / 8; c++) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.f;
+    OTail<HD, X3> ol;
+    tf32_o_zero<HD, X3>(o, ol);
     const bool masked = window_masked(g, wy, wx);
     const float mask = kMask * kLog2e;
     const float *br0 = sh.bias + qb[0], *br1 = sh.bias + qb[1];
@@ -335,7 +428,7 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
 #pragma unroll
         for (int n = 0; n < NB; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-            if (kb + n < nkt) tf32_qk_tile<HD>(s[n], qa, sh.ks, kb + n, gq, t4);
+            if (kb + n < nkt) tf32_qk_tile<HD, X3>(s[n], qa, ql, sh.ks, kb + n, gq, t4);
         }
         /* log2-domain scores: s * scale (V2: / |k|) + bias, shift mask, pad keys; the block max */
         float bmax[2] = {-INFINITY, -INFINITY};
@@ -346,11 +439,13 @@ __global__ void __launch_bounds__(Tf32WinTiles::kWarps * 32, HD <= 32 ? 2 : 1) a
             bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
         }
         online_softmax_step(m, l, o, s, bmax);
-        /* O += P V, k permuted as in attn_tf32_kernel */
+        /* O += P V, k permuted as in attn_tf32_kernel; X3: the block's tail products into O
+         * before the next rescale */
 #pragma unroll
         for (int n = 0; n < NB; n++) {
-            if (kb + n < nkt) tf32_pv_tile<HD>(o, s[n], sh.vs, kb + n, gq, t4);
+            if (kb + n < nkt) tf32_pv_tile<HD, X3>(o, ol, s[n], sh.vs, kb + n, gq, t4);
         }
+        tf32_o_merge<HD, X3>(o, ol);
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {

@@ -98,8 +98,14 @@ swin_status swin_merge_gather_cuda(void *out, const void *x, const float *ln_w, 
 /* ---- window attention (kernels/attention.cu) */
 /* FUSED: one kernel (tensor cores for fp16/bf16, true fp32 for fp32 data); UNFUSED: cuBLAS around
  * a materialised score tensor; TF32: fp32 data on TF32 tensor cores where that kernel takes the
- * geometry, else as FUSED (precision tf32) */
-typedef enum { SWIN_ATTN_IMPL_FUSED = 0, SWIN_ATTN_IMPL_UNFUSED = 1, SWIN_ATTN_IMPL_TF32 = 2 } swin_attn_impl;
+ * geometry, else as FUSED (precision tf32); X3: fp32 data with fp32 accuracy on the TF32 tensor
+ * cores (3xTF32) where that kernel takes the geometry, else as FUSED (precision fp32) */
+typedef enum {
+    SWIN_ATTN_IMPL_FUSED = 0,
+    SWIN_ATTN_IMPL_UNFUSED = 1,
+    SWIN_ATTN_IMPL_TF32 = 2,
+    SWIN_ATTN_IMPL_X3 = 3
+} swin_attn_impl;
 /* Workspace bytes the unfused path needs for this geometry (0 for fused). */
 size_t swin_window_attention_workspace(const swin_dims *d, swin_dtype dt, swin_attn_impl impl);
 /* out [B*nW, N, C] <- qkv [B*nW, N, 3C]; bias_table [(2Wh-1)*(2Ww-1), heads] fp32; scale [heads] fp32.

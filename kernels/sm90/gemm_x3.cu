@@ -46,7 +46,8 @@
  *
  * Swin-T at batch 256, --breakdown (un-captured forward, -n 5): the linear layers 43.2 ms of
  * 59.6 (qkv 10.8, proj 3.8, fc1 + GELU 12.8, fc2 + residual 13.9) against SGEMM's 52.0 of 68.4;
- * the fp32 attention (SIMT) 10.8 ms either way, now the next largest part. An earlier version
+ * the fp32 attention (SIMT) 10.8 ms either way, now the next largest part (since then on the TF32
+ * tensor cores as 3xTF32 too, 4.1 ms: kernels/attention.cu, launch_tf32). An earlier version
  * of this kernel (128 x 128 tiles, two warpgroups of m64n128, all of K summed in the tensor
  * cores) took the linear layers to 31.9 ms of 48.5 (47.2 ms captured, 5,427 img/s), but its
  * errors reached 9.9e-6 of max|ref| at K 1536: the 64 x 128 tiles that leave registers for the

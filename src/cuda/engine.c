@@ -167,12 +167,26 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
 
 // ---- transformer blocks
 
-/* tok [B*nW, N, C] <- window attention of qkv; fused in tf32: on the TF32 tensor cores; q8: proj's
- * E4M3 input, written by the attention (q8_for) */
+/* fp32 with the fused attention: its 3xTF32 kernels (SWIN_ATTN_IMPL_X3: fp32 accuracy on the TF32
+ * tensor cores, kernels/attention_tf32.cuh) unless SWIN_FP32_ATTN=simt in the environment (read
+ * once), which keeps the true-fp32 SIMT kernel, so that one build compares the two. */
+static int fp32_attn_x3(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("SWIN_FP32_ATTN");
+        on = !(v && !strcmp(v, "simt"));
+    }
+    return on;
+}
+
+/* tok [B*nW, N, C] <- window attention of qkv; fused in tf32: on the TF32 tensor cores, in fp32:
+ * 3xTF32 (fp32_attn_x3); q8: proj's E4M3 input, written by the attention (q8_for) */
 static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q8) {
     int unfused = e->opt.attention == SWIN_ATTN_UNFUSED;
-    swin_attn_impl impl = unfused ? SWIN_ATTN_IMPL_UNFUSED
-                          : e->opt.precision == SWIN_TF32 ? SWIN_ATTN_IMPL_TF32 : SWIN_ATTN_IMPL_FUSED;
+    swin_attn_impl impl = unfused                                            ? SWIN_ATTN_IMPL_UNFUSED
+                          : e->opt.precision == SWIN_TF32                    ? SWIN_ATTN_IMPL_TF32
+                          : e->opt.precision == SWIN_FP32 && fp32_attn_x3() ? SWIN_ATTN_IMPL_X3
+                                                                             : SWIN_ATTN_IMPL_FUSED;
     OP(ATTENTION, "attention", swin_window_attention_cuda(e->tok, e->qkv, w->bias_table, w->attn_scale, d, e->dt, impl,
                                                           q8, e->attn_ws, unfused ? swin_gemm_cublas(e->gemm) : NULL,
                                                           e->stream));
