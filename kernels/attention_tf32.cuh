@@ -34,9 +34,9 @@
  * (a chain of HD / 8 truncating additions to large values, not 3 HD / 8), and O collects the
  * tail products of P V in an accumulator of their own (ol), added to O's head products (o) in
  * fp32 at the end (the 12x12 kernel: after each key block, before the online softmax rescales O).
- * A non-finite input gives NaN (its tail is
- * inf - inf). Against the true-fp32 SIMT kernel this runs a head on the tensor cores at three
- * TF32 products' cost; the measurements are in attention.cu (launch_tf32).
+ * A non-finite input gives NaN (its tail is inf - inf). Against the true-fp32 SIMT kernel this
+ * runs a head on the tensor cores at three TF32 products' cost; the measurements are in
+ * attention.cu (launch_tf32).
  * Test: tests/test_gpu_attention.c (impls "tf32" and "x3"; x3 also on inputs that are not exact
  * in TF32, against the fp32 tolerance).
  */
@@ -85,11 +85,12 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
     return r;
 }
 
-/* x = hi + lo to about 2^-22 |x|: hi = x rounded to TF32 (low 13 bits clear, so that x - hi is
- * exact in fp32), lo = x - hi rounded to TF32; as mma operand bits */
+/* x = hi + lo to about 2^-22 |x|: hi = x rounded to TF32 (swin_tf32_rna: x - hi is exact in
+ * fp32), lo = x - hi rounded to TF32; as mma operand bits */
 __device__ __forceinline__ void split_tf32(float x, uint32_t &hi, uint32_t &lo) {
-    hi = to_tf32(x) & 0xffffe000u;
-    lo = to_tf32(x - __uint_as_float(hi));
+    const float h = swin_tf32_rna(x);
+    hi = __float_as_uint(h);
+    lo = to_tf32(x - h);
 }
 
 /* d[4] += a[4] (16x8, row) * b (8x8, col): TF32 operands, fp32 accumulate */
@@ -274,7 +275,7 @@ __device__ __forceinline__ void tf32_pv_tile(float (&o)[HD / 8][4], OTail<HD, X3
     }
 }
 
-/* zero o and ol; X3: o += ol (the tail products) and ol = 0, before a rescale or the store */
+/* o and ol zeroed */
 template <int HD, bool X3>
 __device__ __forceinline__ void tf32_o_zero(float (&o)[HD / 8][4], OTail<HD, X3> &ol) {
 #pragma unroll
@@ -282,6 +283,7 @@ __device__ __forceinline__ void tf32_o_zero(float (&o)[HD / 8][4], OTail<HD, X3>
 #pragma unroll
     for (int c = 0; c < (X3 ? HD / 8 : 1); c++) ol[c][0] = ol[c][1] = ol[c][2] = ol[c][3] = 0.f;
 }
+/* X3: o += ol (the tail products) and ol = 0, before a rescale or the store; nothing otherwise */
 template <int HD, bool X3>
 __device__ __forceinline__ void tf32_o_merge(float (&o)[HD / 8][4], OTail<HD, X3> &ol) {
     if constexpr (X3) {

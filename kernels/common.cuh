@@ -7,6 +7,8 @@
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
  *                           (cheaper forms with stated error bounds for the fused fc1 epilogues:
  *                           swin_gelu_erfc, swin_gelu_erf16)
+ * swin_tf32_rna             float -> its TF32 value (nearest, ties away) as a float, low 13 bits
+ *                           clear: the head of a 3xTF32 split (gemm_x3.cu, attention_tf32.cuh)
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_e4m3_store           a pack of V floats times a scale -> V E4M3 bytes in one store
  * swin_device_sms           the current GPU's multiprocessor count
@@ -80,6 +82,13 @@ __device__ __forceinline__ float swin_rcp_approx(float x) {
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
     return r;
+}
+/* x rounded to TF32 (cvt.rna: nearest, ties away) as a float with the low 13 bits clear, so that
+ * x - the result is exact in fp32 */
+__device__ __forceinline__ float swin_tf32_rna(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return __uint_as_float(r & 0xffffe000u);
 }
 __device__ __forceinline__ float swin_ex2_approx(float x) {
     float r;

@@ -102,10 +102,7 @@ struct swin_gemm {
  * or x3) they run on sm90/gemm_x3.cu where it can. Read once. */
 static int fp32_x3_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_FP32_GEMM");
-        on = !(v && !strcmp(v, "sgemm"));
-    }
+    if (on < 0) on = !swin_env_is("SWIN_FP32_GEMM", "sgemm");
     return on;
 }
 

@@ -49,6 +49,13 @@ static inline int swin_env_on(const char *name, int dflt) {
     return !v || !v[0] ? dflt : strcmp(v, "0") != 0;
 }
 
+/* 1 when the environment variable is set to exactly value (a switch with named values, e.g.
+ * SWIN_FP32_GEMM=sgemm); callers read it once and keep the answer. */
+static inline int swin_env_is(const char *name, const char *value) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
 /* Read a whole small file (configs, label lists) up to max bytes; NUL-terminated. */
 swin_status swin_read_text(const char *path, size_t max, char **out, size_t *len);
 

@@ -84,20 +84,14 @@ constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_
 constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + STAGE_BYTES + 1024;   /* + the tails, + alignment */
 static_assert(STAGE_BYTES % 1024 == 0 && TILE_A % 1024 == 0, "tiles on the swizzle's 1024-byte atoms");
 
-__device__ __forceinline__ float tf32_rna(float x) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return __uint_as_float(r & 0xffffe000u);   /* the TF32 value in fp32 bits, low 13 bits clear */
-}
-
 /* a 16-byte chunk at shared address a: heads back in place, tails at a + to_tail */
 __device__ __forceinline__ void split_chunk(uint32_t a, uint32_t to_tail) {
     float v[4], h[4], l[4];
     asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(a));
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        h[i] = tf32_rna(v[i]);
-        l[i] = isfinite(h[i]) ? tf32_rna(v[i] - h[i]) : 0.0f;
+        h[i] = swin_tf32_rna(v[i]);
+        l[i] = isfinite(h[i]) ? swin_tf32_rna(v[i] - h[i]) : 0.0f;
     }
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(h[0]), "f"(h[1]), "f"(h[2]), "f"(h[3])
                  : "memory");

@@ -172,10 +172,7 @@ static swin_status merge(swin_engine *e, int s, int B, int *cur) {
  * once), which keeps the true-fp32 SIMT kernel, so that one build compares the two. */
 static int fp32_attn_x3(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("SWIN_FP32_ATTN");
-        on = !(v && !strcmp(v, "simt"));
-    }
+    if (on < 0) on = !swin_env_is("SWIN_FP32_ATTN", "simt");
     return on;
 }
 
