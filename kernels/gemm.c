@@ -475,7 +475,7 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
         if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
             return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     }
-    if (act == SWIN_ACT_NONE && g->tma_linear &&
+    if (act == SWIN_ACT_NONE && g->tma_linear && g->prec != SWIN_FP32 &&   /* fp32 data: TF32 */
         swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual))
         return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
     gemm_plan key, *p;

@@ -56,7 +56,7 @@ swin_status swin_gemm_mma_check(const char *op, const char *needs, int supported
                                 const void *w, swin_act act, swin_dtype dt, int M, int K, int N);
 
 /* The same GEMM on Hopper's wgmma (kernels/sm90/gemm_wgmma.cu, compute capability 9.0 only; dt
- * SWIN_DT_F32 means TF32 math on fp32 data; 16-bit outputs of 2 x SMs tiles or more run on the
+ * SWIN_DT_F32 means TF32 math on fp32 data; outputs of 2 x SMs tiles or more run on the
  * persistent TMA kernel of kernels/sm90/gemm_tma.cu unless SWIN_GEMM_TMA=0): swin_linear_cuda
  * takes it for a fused GELU layer of large tiles where available, unless SWIN_GEMM_WGMMA=0 in
  * the environment (then the mma.sync kernel, for comparison). Callable directly (the tests); SWIN_ERR_UNSUPPORTED where
@@ -68,11 +68,13 @@ int swin_gemm_wgmma_supports(swin_dtype dt, int M, int K, int N, const void *out
                              const void *bias);
 swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                  swin_act act, swin_dtype dt, cudaStream_t st);
-/* A 16-bit linear layer without activation on the persistent TMA kernel of gemm_tma.cu (Hopper):
+/* A 16-bit or TF32 linear layer without activation on the persistent TMA kernel of gemm_tma.cu
+ * (Hopper):
  *   out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N], may be out itself)
  * swin_linear_cuda takes it with SWIN_GEMM_TMA_LINEAR=1 in the environment (off by default: on
  * Swin's shapes cuBLASLt is faster, gemm_tma.cu's header) where swin_gemm_wgmma_linear_supports
- * says yes (fp16 / bf16, the shapes and alignments of swin_gemm_wgmma_supports, a 16-byte
+ * says yes (fp16, bf16, fp32 data as TF32 (not for --precision fp32), the shapes and alignments
+ * of swin_gemm_wgmma_supports, a 16-byte
  * aligned residual, neither out nor the residual an input, an output of 2 x SMs tiles or more:
  * swin_gemm_tma_wanted); the call returns SWIN_ERR_UNSUPPORTED where that says no. */
 int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in, const void *w,

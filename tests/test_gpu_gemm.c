@@ -295,8 +295,8 @@ static void argument_checks(swin_gemm *g16) {
     CHECK(st == SWIN_ERR_UNSUPPORTED, "mma with out not 16-byte aligned: %s, expected unsupported", swin_status_str(st));
     st = swin_gemm_wgmma_linear_cuda(c.p, a.p, b.p, NULL, a.p, 4, 8, 8, SWIN_DT_F16, 0);   /* residual = in */
     CHECK(st == SWIN_ERR_UNSUPPORTED, "TMA linear with the residual = in: %s, expected unsupported", swin_status_str(st));
-    st = swin_gemm_wgmma_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 8, 8, SWIN_DT_F32, 0);
-    CHECK(st == SWIN_ERR_UNSUPPORTED, "TMA linear in fp32: %s, expected unsupported", swin_status_str(st));
+    st = swin_gemm_wgmma_linear_cuda(c.p, a.p, b.p, NULL, NULL, 4, 12, 8, SWIN_DT_F32, 0);
+    CHECK(st == SWIN_ERR_UNSUPPORTED, "TMA linear with K 12: %s, expected unsupported", swin_status_str(st));
     swin_gemm *bad = NULL;
     expect_arg_error("create with NULL out", swin_gemm_create(NULL, SWIN_FP32, NULL, 0));
     expect_arg_error("create bad precision", swin_gemm_create(&bad, (swin_precision)9, NULL, 0));

@@ -1,9 +1,9 @@
-/* gemm_tma.cu - gemm_wgmma.cu's GEMM (fc1 with the exact GELU in its epilogue, 16-bit or FP8) as
- * a persistent, warp-specialised kernel fed by the Tensor Memory Accelerator (TMA):
+/* gemm_tma.cu - gemm_wgmma.cu's GEMM (fc1 with the exact GELU in its epilogue, 16-bit, TF32 or
+ * FP8) as a persistent, warp-specialised kernel fed by the Tensor Memory Accelerator (TMA):
  *
- *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])              fp16 / bf16 (act: none, GELU)
+ *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     fp16 / bf16 / fp32 as TF32 (act: none, GELU)
  *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
- *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)        fp16 / bf16 (RESID)
+ *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)   fp16 / bf16 / TF32 (RESID)
  *
  * Why: gemm_wgmma.cu's CTA copies its k-tiles itself (cp.async, every thread, address arithmetic
  * a large share of its instructions) and runs copy wait, MMAs and epilogue in turn; at fc1's
@@ -39,7 +39,8 @@
  *     for those stores to have read the staging rows, then loads the residual's rows of the tile
  *     into them with TMA (an mbarrier a warpgroup, one phase a tile); the epilogue waits for it
  *     and each thread adds the residual at the place it writes its output (epi_store).
- * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB).
+ * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB);
+ * fp32 (TF32) outputs: 3 x 32 KiB + 2 x 64 KiB (stages(), out_tile()).
  * Threads and registers: 544 (WPT 2), 65536 / 544 leaves 120 a thread (ptxas: 96); 288 (WPT 1),
  * 224 a thread (ptxas: 168).
  * Why two warpgroups a team: with one, the epilogue (a GELU of 14 instructions an output) ran on
@@ -55,7 +56,20 @@
  * otherwise (read once): SWIN_GEMM_TMA=0 keeps the cp.async kernel, so that the two are measured
  * in one run, 1 takes one warpgroup a team (128 accumulators a thread; 2, two warpgroups of 64
  * rows each, the default), SWIN_GEMM_TMA_MIN_TILES=N moves the threshold (0: every shape, as
- * the tests run it). TF32 (fp32 outputs: staging twice the size) stays on the cp.async kernel.
+ * the tests run it). TF32 takes it too (fp32 data; the operands' low 13 mantissa bits unread,
+ * as in the cp.async kernel): its outputs need twice the staging, so its ring has 3 slots.
+ * Measured on the H200 (2026-11-27, same binary and run, two runs each, SWIN_GEMM_TMA=0 against
+ * the default, build/swin bench --precision tf32 --iters 20): Swin-T batch 256 18.186 / 18.353
+ * against 17.455 / 17.444 ms (13,949 to 14,676 img/s), batch 64 4.783 / 4.762 against 4.607 /
+ * 4.644 ms, batch 8 unchanged (0.99 ms; its outputs are below the threshold); SwinV2-T batch 256
+ * 22.879 against 21.802 ms; Swin-B 384 batch 64 35.120 against 34.383 ms. --breakdown, Swin-T
+ * batch 256: fc1 + GELU 5.222 against 4.577 ms, per stage 1.679 / 1.006 / 2.031 / 0.506 against
+ * 1.163 / 0.837 / 2.003 / 0.574. Stage 2 (K 384, N 1536, 177 TFLOP/s either way) is bound by
+ * the 128 x 128 tiles' operand traffic rather than by the epilogue: a TF32 k-tile is 32 values
+ * of K for 32 KiB (half the MMAs of a 16-bit one), where cuBLASLt's fc2 on the same stage gets
+ * 277 TFLOP/s. --verify of a random full-size Swin-T in tf32 against timm: 7.0e-4 both ways.
+ * SWIN_GEMM_TMA_LINEAR=1 (below) in tf32: 18.834 / 18.676 ms, slower, as in 16 bits (qkv 2.84
+ * against cuBLASLt's 2.66 ms, fc2 + residual 4.14 against 3.18).
  * The linear layers without GELU (qkv, proj, fc2 + residual, the reductions: RESID or PLAIN)
  * take it only with SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c): on Swin's shapes cuBLASLt is
  * faster. H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
@@ -114,12 +128,19 @@ namespace {
 
 using namespace sm90;
 
-constexpr int BM = 128, BN = 128, ROW = 128, STAGES = 5, TEAMS = 2;
+constexpr int BM = 128, BN = 128, ROW = 128, TEAMS = 2;
 static_assert(TEAMS == 2, "the teams take turns in pairs (team ^ 1)");
 constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
-constexpr int OUT_TILE = BM * BN * 2;   /* a team's staging (16-bit out; E4M3 uses half) */
 constexpr int MAX_WG = 2 * TEAMS;        /* consumer warpgroups (WPT 2) */
-constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + TEAMS * OUT_TILE + (2 * STAGES + TEAMS + MAX_WG) * 8 + 1024;
+/* a team's staging: 16-bit outputs (E4M3 uses half of it), or fp32 (TF32), twice that; the ring's
+ * slots: 5, or 3 next to fp32 staging (224 KiB of the 227 a CTA may have) */
+template <class E, int EPI> constexpr int out_tile() { return BM * BN * (out_size<E, EPI>() == 4 ? 4 : 2); }
+template <class E, int EPI> constexpr int stages() { return out_size<E, EPI>() == 4 ? 3 : 5; }
+template <class E, int EPI> constexpr size_t smem_bytes() {
+    return (size_t)stages<E, EPI>() * STAGE_BYTES + TEAMS * out_tile<E, EPI>() +
+           (2 * stages<E, EPI>() + TEAMS + MAX_WG) * 8 + 1024;
+}
+static_assert(smem_bytes<TF32, GELU>() <= 227 * 1024 && smem_bytes<F16, GELU>() <= 227 * 1024, "shared memory");
 /* WPT warpgroups a team (1 or 2): each takes 128 / WPT rows of the team's tile */
 template <int WPT> constexpr int threads() { return TEAMS * WPT * 128 + 32; }
 
@@ -138,6 +159,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
     constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
+    constexpr int STAGES = stages<E, EPI>(), OUT_TILE = out_tile<E, EPI>();
     constexpr int CONSUMERS = TEAMS * WPT;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
@@ -285,6 +307,7 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
     auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true> : gemm_tma_kernel<E, EPI, WPT, false>;
+    constexpr size_t SMEM = smem_bytes<E, EPI>();
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
     swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
@@ -342,7 +365,10 @@ extern "C" swin_status swin_gemm_tma_cuda(void *out, const void *in, const void 
     if (dt == SWIN_DT_BF16)
         return gelu ? launch<BF16, GELU>(op, out, in, w, ep, M, K, N, st)
                     : launch<BF16, PLAIN>(op, out, in, w, ep, M, K, N, st);
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
+    if (dt == SWIN_DT_F32)
+        return gelu ? launch<TF32, GELU>(op, out, in, w, ep, M, K, N, st)
+                    : launch<TF32, PLAIN>(op, out, in, w, ep, M, K, N, st);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
 }
 
 extern "C" swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
@@ -363,5 +389,6 @@ extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, cons
     const Epi ep = {bias, NULL, 1.0f};
     if (dt == SWIN_DT_F16) return launch<F16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     if (dt == SWIN_DT_BF16) return launch<BF16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
+    if (dt == SWIN_DT_F32) return launch<TF32, RESID>(op, out, in, w, ep, M, K, N, st, residual);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
 }

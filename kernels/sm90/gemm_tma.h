@@ -14,10 +14,11 @@ extern "C" {
 #endif
 
 int swin_gemm_tma_wanted(int M, int N);
-/* fp16 / bf16: out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]), act none or GELU */
+/* fp16 / bf16 / fp32 (TF32 math): out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]), act none
+ * or GELU */
 swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,
                                swin_act act, swin_dtype dt, cudaStream_t st);
-/* fp16 / bf16 linear layers: out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N],
+/* fp16 / bf16 / TF32 linear layers: out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N],
  * 16-byte aligned, may be out itself but not an input) */
 swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias, const void *residual,
                                       int M, int K, int N, swin_dtype dt, cudaStream_t st);

@@ -53,8 +53,8 @@
  * warps an SM, by registers and shared memory): latency-bound, the epilogue of one CTA and the
  * 1.5 k-tiles of the other not hiding each other. That persistent kernel, its copies and stores
  * through TMA and one tile's epilogue overlapping the next tile's MMAs, is gemm_tma.cu, which
- * the entries below call for 16-bit and FP8 outputs of 2 x SMs tiles or more (its header; this
- * kernel stays for smaller outputs, TF32, and SWIN_GEMM_TMA=0); the MLP as one kernel is
+ * the entries below call for 16-bit, TF32 and FP8 outputs of 2 x SMs tiles or more (its header;
+ * this kernel stays for smaller outputs and SWIN_GEMM_TMA=0); the MLP as one kernel is
  * mlp_wgmma.cu (not faster yet: its header).
  * Fused against unfused (swin bench's mlp fused / mlp unfus / ratio columns: unfused time over
  * fused). Measured on the H200 (2026-11-26, build/swin bench --precision fp16 --batch 8,64,256
@@ -224,7 +224,7 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
                                  N));
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
-    if (dt != SWIN_DT_F32 && swin_gemm_tma_wanted(M, N)) return swin_gemm_tma_cuda(out, in, w, bias, M, K, N, act, dt, st);
+    if (swin_gemm_tma_wanted(M, N)) return swin_gemm_tma_cuda(out, in, w, bias, M, K, N, act, dt, st);
     const Epi ep = {bias, NULL, 1.0f};
     const bool gelu = act == SWIN_ACT_GELU;
     if (dt == SWIN_DT_F16)
@@ -236,8 +236,7 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
 
 extern "C" int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
                                                const void *w, const void *bias, const void *residual) {
-    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) &&
-           !((uintptr_t)residual & 15u) && residual != in && residual != w && out != in && out != w &&
+    return swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) && !((uintptr_t)residual & 15u) && residual != in && residual != w && out != in && out != w &&
            swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
 }
 
@@ -248,7 +247,8 @@ extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, co
     if (!out || !in || !w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in and w must not be NULL", op);
     if (!swin_gemm_wgmma_linear_supports(dt, M, K, N, out, in, w, bias, residual))
         return swin_fail(SWIN_ERR_UNSUPPORTED,
-                         "%s: needs a GPU of compute capability 9.0, fp16 or bf16, K and N multiples of 8, out, in, w "
+                         "%s: needs a GPU of compute capability 9.0, fp16, bf16 or fp32 (TF32), K and N multiples "
+                         "of 8, out, in, w "
                          "and the residual 16-byte aligned, out and the residual apart from the inputs, and an output "
                          "of enough 128 x 128 tiles for the persistent kernel (M %d, K %d, N %d)",
                          op, M, K, N);

@@ -30,7 +30,9 @@ swin_status swin_tma_map_2d(CUtensorMap *map, const char *op, const char *what, 
                             int esz, int box_rows) {
     const encode_fn enc = tensor_map_encoder();
     if (!enc) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: the CUDA driver has no cuTensorMapEncodeTiled", op);
-    const CUtensorMapDataType type = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    const CUtensorMapDataType type = esz == 4   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                     : esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                : CU_TENSOR_MAP_DATA_TYPE_UINT8;
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * esz};
     const cuuint32_t box[2] = {(cuuint32_t)(128 / esz), (cuuint32_t)box_rows}, step[2] = {1, 1};
     /* bf16 is described as fp16: the map only moves bytes (no out-of-bounds NaN fill asked) */

@@ -12,7 +12,7 @@
 /* 1 when the driver encodes tensor maps */
 int swin_tma_available(void);
 
-/* *map: a row-major [rows, cols] matrix of esz-byte elements (2 or 1) at p, read or written in
+/* *map: a row-major [rows, cols] matrix of esz-byte elements (4, 2 or 1) at p, read or written in
  * boxes of box_rows rows x 128 bytes with the 128-byte swizzle (wgmma.cuh's tile layout); elements
  * outside the matrix read as zero and are not written. Fails (op and what named) when the driver
  * has no encoder or refuses the shape (p not 16-byte aligned, a row not a multiple of 16 bytes). */
