@@ -62,7 +62,8 @@
  * the default, build/swin bench --precision tf32 --iters 20): Swin-T batch 256 18.186 / 18.353
  * against 17.455 / 17.444 ms (13,949 to 14,676 img/s), batch 64 4.783 / 4.762 against 4.607 /
  * 4.644 ms, batch 8 unchanged (0.99 ms; its outputs are below the threshold); SwinV2-T batch 256
- * 22.879 against 21.802 ms; Swin-B 384 batch 64 35.120 against 34.383 ms. --breakdown, Swin-T
+ * 22.879 against 21.802 ms; Swin-B 384 batch 64 35.120 against 34.383 ms; on another H200 later
+ * that day, Swin-T batch 256 17.081 / 17.217 against 16.555 / 16.581 ms. --breakdown, Swin-T
  * batch 256: fc1 + GELU 5.222 against 4.577 ms, per stage 1.679 / 1.006 / 2.031 / 0.506 against
  * 1.163 / 0.837 / 2.003 / 0.574. Stage 2 (K 384, N 1536, 177 TFLOP/s either way) is bound by
  * the 128 x 128 tiles' operand traffic rather than by the epilogue: a TF32 k-tile is 32 values
