@@ -65,10 +65,10 @@
  * 22.879 against 21.802 ms; Swin-B 384 batch 64 35.120 against 34.383 ms; on another H200 later
  * that day, Swin-T batch 256 17.081 / 17.217 against 16.555 / 16.581 ms. --breakdown, Swin-T
  * batch 256: fc1 + GELU 5.222 against 4.577 ms, per stage 1.679 / 1.006 / 2.031 / 0.506 against
- * 1.163 / 0.837 / 2.003 / 0.574. Stage 2 (K 384, N 1536, 177 TFLOP/s either way) is bound by
- * the 128 x 128 tiles' operand traffic rather than by the epilogue: a TF32 k-tile is 32 values
- * of K for 32 KiB (half the MMAs of a 16-bit one), where cuBLASLt's fc2 on the same stage gets
- * 277 TFLOP/s. --verify of a random full-size Swin-T in tf32 against timm: 7.0e-4 both ways.
+ * 1.163 / 0.837 / 2.003 / 0.574. Stage 2 (K 384, N 1536) runs at 177 TFLOP/s on either kernel,
+ * where cuBLASLt's fc2 on the same stage gets 277: a TF32 k-tile is 32 values of K for 32 KiB,
+ * half the MMAs of a 16-bit one, but halving w's share of that traffic did not help (the
+ * clusters below). --verify of a random full-size Swin-T in tf32 against timm: 7.0e-4 both ways.
  * SWIN_GEMM_TMA_LINEAR=1 (below) in tf32: 18.834 / 18.676 ms, slower, as in 16 bits (qkv 2.84
  * against cuBLASLt's 2.66 ms, fc2 + residual 4.14 against 3.18).
  * The linear layers without GELU (qkv, proj, fc2 + residual, the reductions: RESID or PLAIN)
@@ -106,17 +106,16 @@
  * the kernel is bound by the epilogue's instruction issue and latency at 17 warps an SM, not by
  * memory or the tensor cores: fewer epilogue instructions an output (the bias loaded once a tile,
  * the GELU's select as max(x, 0) - |x| hq) or more warps in the epilogue are the levers.
- * Clusters (SWIN_GEMM_TMA_MC=1, off): two CTAs take pairs of row tiles with the same columns;
- * each producer loads its own rows of in and half of w's k-tile, written into both CTAs at once
- * (TMA multicast), so w's share of the operand traffic halves. A slot's empty barrier then
- * counts both CTAs' consumer warps (remote arrivals through mapa), a cluster barrier follows the
- * barrier set-up and precedes exit (no arrival may reach a CTA that has left), and the grid is
- * as many clusters as can be resident (cudaOccupancyMaxActiveClusters). Correct (test_gpu_gemm
- * and test_gpu_fp8 _tma_mc, every shape; full-size Swin-T verify fp16 8.0e-4, tf32 7.9e-4) but
- * not faster: H200 (2026-11-27), Swin-T batch 256, off / on, two runs: fp16 9.285 / 9.314 and
- * 9.318 / 9.411 ms, tf32 16.308 / 16.480 and 16.326 / 16.454, fp8 8.366 / 8.381 and 8.323 /
- * 8.427; Swin-B 384 fp16 batch 64 18.201 / 18.460; fp16 fc1 + GELU per stage 0.761 / 0.450 /
- * 0.922 / 0.246 against 0.800 / 0.471 / 0.968 / 0.260 ms.
+ * Tried and taken out (commit 9b68791, SWIN_GEMM_TMA_MC=1 there): clusters of two CTAs on pairs
+ * of row tiles with the same columns, each producer loading its own rows of in and half of w's
+ * k-tile into both CTAs (TMA multicast); empty barriers counting both CTAs' consumer warps
+ * (remote arrivals through mapa), cluster barriers after set-up and before exit, the grid sized
+ * by cudaOccupancyMaxActiveClusters. Correct (every test shape; full-size Swin-T verify fp16
+ * 8.0e-4, tf32 7.9e-4) but not faster: H200 (2026-11-27), Swin-T batch 256, off / on, two runs:
+ * fp16 9.285 / 9.314 and 9.318 / 9.411 ms, tf32 16.308 / 16.480 and 16.326 / 16.454, fp8 8.366
+ * / 8.381 and 8.323 / 8.427; Swin-B 384 fp16 batch 64 18.201 / 18.460; fp16 fc1 + GELU per stage
+ * 0.761 / 0.450 / 0.922 / 0.246 against 0.800 / 0.471 / 0.968 / 0.260 ms. So w's operand
+ * traffic does not bound the compute-heavy stages' fc1 (K 384 and 768).
  * Test: tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.
@@ -163,7 +162,7 @@ __device__ __forceinline__ uint32_t box_off(int r, int b) {
     return (uint32_t)((b >> 7) * (R * 128) + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4) + (b & 15));
 }
 
-template <class E, int EPI, int WPT, bool TAIL2, bool MC>
+template <class E, int EPI, int WPT, bool TAIL2>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
@@ -173,7 +172,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
     constexpr int STAGES = stages<E, EPI>(), OUT_TILE = out_tile<E, EPI>();
     constexpr int CONSUMERS = TEAMS * WPT;
-    constexpr int CL = MC ? 2 : 1;   /* CTAs a cluster (MC: two row tiles share each k-tile of w) */
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
     const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
@@ -181,42 +179,28 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     const uint32_t res = order + 8 * TEAMS;      /* res + 8 wg (RESID): warpgroup wg's residual rows landed */
     const int tid = threadIdx.x, wg = tid >> 7;
     if (tid == 0) {
-        for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 4 * WPT * CL);
+        for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 4 * WPT);
         for (int w = 0; w < TEAMS; w++) mbar_init(order + 8 * w, WPT);
         for (int w = 0; w < CONSUMERS; w++) mbar_init(res + 8 * w, 1);
         mbar_fence_init();
     }
-    if constexpr (MC) cluster_sync();   /* the peer's barriers are set up before any TMA or arrival reaches them */
-    else __syncthreads();
+    __syncthreads();
     swin_pdl_begin();
-    /* the tiles this CTA walks: t = first(), first() + step(), ... (MC: the cluster's, each a pair of
-     * row tiles of which this CTA takes row tile rank) */
-    const int rank = MC ? (int)cluster_ctarank() : 0;
-    auto first = [] { return MC ? (int)cluster_id_x() : (int)blockIdx.x; };
-    auto step = [] { return MC ? (int)cluster_count_x() : (int)gridDim.x; };
 
     if (wg == CONSUMERS) {   // ---- the producer
-        if (tid != CONSUMERS * 128) {
-            if constexpr (MC) cluster_sync();
-            return;
-        }
+        if (tid != CONSUMERS * 128) return;
         tma_prefetch_map(&map_in), tma_prefetch_map(&map_w);
         unsigned it = 0;
-        for (int t = first(); t < tiles; t += step()) {
-            const int m0 = ((t / tiles_n) * CL + rank) * BM, n0 = (t % tiles_n) * BN;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
             for (int kt = 0; kt < KT; kt++, it++) {
                 const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
                 mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
                 mbar_expect_tx(full + 8 * s, STAGE_BYTES);
                 tma_load_2d(sa, &map_in, kt * BK, m0, full + 8 * s);
-                if constexpr (MC)   /* w's rows rank BN / 2 .. into both CTAs; the peer loads the others */
-                    tma_load_2d_mc(sa + TILE_A + rank * (TILE_B / 2), &map_w, kt * BK, n0 + rank * (BN / 2),
-                                   full + 8 * s, 3);
-                else
-                    tma_load_2d(sa + TILE_A, &map_w, kt * BK, n0, full + 8 * s);
+                tma_load_2d(sa + TILE_A, &map_w, kt * BK, n0, full + 8 * s);
             }
         }
-        if constexpr (MC) cluster_sync();
         return;
     }
 
@@ -229,17 +213,9 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         tma_prefetch_map(&map_out);
         if (EPI == RESID) tma_prefetch_map(&map_res);
     }
-    /* slot s read: one arrival a warp on its empty barrier (MC: also on the peer's, whose producer
-     * writes w's other half into this CTA's slot) */
-    auto release = [&](uint32_t s) {
-        if (lane == 0) {
-            mbar_arrive(empty + 8 * s);
-            if constexpr (MC) mbar_arrive_peer(empty + 8 * s, (uint32_t)rank ^ 1u);
-        }
-    };
     unsigned turn = 0;   /* waits on order + 8 team so far */
-    for (int t = first() + team * step(), j = team; t < tiles; t += TEAMS * step(), j += TEAMS) {
-        const int m0 = ((t / tiles_n) * CL + rank) * BM, n0 = (t % tiles_n) * BN;
+    for (int t = blockIdx.x + team * gridDim.x, j = team; t < tiles; t += TEAMS * gridDim.x, j += TEAMS) {
+        const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
         if (EPI == RESID && ctid == 0) {
             /* the residual's rows of this tile into the staging rows, where the epilogue adds
              * them in place, once the previous tile's stores have read them */
@@ -273,7 +249,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
             wgmma_commit();
             if (kt > 0) {   /* the previous k-tile's MMAs are done: its slot is free */
                 wgmma_wait<1>();
-                release((it - 1) % STAGES);
+                if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
             }
             it++;
         };
@@ -284,7 +260,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         else k_tile(KT - 1, std::integral_constant<int, ROW / 32>());
         if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
         wgmma_wait_all();
-        release((it - 1) % STAGES);
+        if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
 
         /* epilogue: the previous tile's stores have read the staging rows (RESID: and the
          * residual has landed in them; each thread then reads and writes its own elements) */
@@ -318,7 +294,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         }
     }
     if (ctid == 0) bulk_wait();
-    if constexpr (MC) cluster_sync();   /* the peer has made its last arrival on this CTA's barriers */
 }
 
 /* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
@@ -327,56 +302,27 @@ bool tail_on(void) {
     return on;
 }
 
-/* SWIN_GEMM_TMA_MC=1 (read once; off by default): clusters of two CTAs that share each k-tile of
- * w, half of it loaded by each and written into both (TMA multicast) */
-bool mc_on(void) {
-    static const bool on = swin_env_on("SWIN_GEMM_TMA_MC", 0);
-    return on;
-}
-
-template <class E, int EPI, int WPT, bool MC>
+template <class E, int EPI, int WPT>
 swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, const void *residual, Epi ep, int M,
                        int K, int N, cudaStream_t st) {
     constexpr int OSZ = out_size<E, EPI>();
     CUtensorMap map_in, map_w, map_out, map_res;
     SWIN_TRY(swin_tma_map_2d(&map_in, op, "in", in, M, K, E::ESZ, BM));
-    SWIN_TRY(swin_tma_map_2d(&map_w, op, "w", w, N, K, E::ESZ, MC ? BN / 2 : BN));
+    SWIN_TRY(swin_tma_map_2d(&map_w, op, "w", w, N, K, E::ESZ, BN));
     SWIN_TRY(swin_tma_map_2d(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
     if (EPI == RESID) SWIN_TRY(swin_tma_map_2d(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
     else map_res = map_out;   /* unread */
     int sms = 0;
     SWIN_TRY(swin_device_sms(&sms));
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int tiles = (MC ? (tiles_m + 1) / 2 : tiles_m) * tiles_n;   /* MC: pairs of row tiles */
+    const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
-    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, MC> : gemm_tma_kernel<E, EPI, WPT, false, MC>;
+    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true> : gemm_tma_kernel<E, EPI, WPT, false>;
     constexpr size_t SMEM = smem_bytes<E, EPI>();
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-    if constexpr (MC) {
-        /* as many clusters as can be resident at once (a persistent kernel: a second wave would
-         * wait for the first), none where the GPU fits none: then one CTA a tile row as without */
-        cudaLaunchAttribute attr[2];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-        attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[1].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(2 * (unsigned)tiles), cfg.blockDim = dim3(threads<WPT>()), cfg.dynamicSmemBytes = SMEM;
-        cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = 1;
-        int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters < 1) {
-            (void)cudaGetLastError();
-            return launch_wpt<E, EPI, WPT, false>(op, out, in, w, residual, ep, M, K, N, st);
-        }
-        cfg.gridDim = dim3(2 * (unsigned)(tiles < clusters ? tiles : clusters));
-        cfg.numAttrs = swin_pdl_enabled() ? 2 : 1;
-        (void)cudaLaunchKernelEx(&cfg, kernel, map_in, map_w, map_out, map_res, ep, N, KT, tiles, tiles_n);
-    } else {
-        const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-        swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT,
-                    tiles, tiles_n);
-    }
+    const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
+    swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
+                tiles_n);
     SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
     return SWIN_OK;
 }
@@ -394,9 +340,8 @@ int tma_mode(void) {
 template <class E, int EPI>
 swin_status launch(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
                    cudaStream_t st, const void *residual = NULL) {
-    if (tma_mode() == 1) return launch_wpt<E, EPI, 1, false>(op, out, in, w, residual, ep, M, K, N, st);
-    return mc_on() ? launch_wpt<E, EPI, 2, true>(op, out, in, w, residual, ep, M, K, N, st)
-                   : launch_wpt<E, EPI, 2, false>(op, out, in, w, residual, ep, M, K, N, st);
+    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, residual, ep, M, K, N, st)
+                           : launch_wpt<E, EPI, 2>(op, out, in, w, residual, ep, M, K, N, st);
 }
 
 /* the fewest output tiles that take this kernel: SWIN_GEMM_TMA_MIN_TILES, else (-1) two a CTA */

@@ -15,9 +15,6 @@
  *                         for a phase's parity
  *   tma_load_2d / tma_store_2d / bulk_*   the Tensor Memory Accelerator's 2-D tile copies
  *                         (cp.async.bulk.tensor) and their store groups
- *   cluster_*, mbar_arrive_peer, tma_load_2d_mc   thread-block clusters: rank, id, count, a
- *                         barrier of all their threads, an arrival on another CTA's mbarrier, a
- *                         TMA load written into several CTAs' shared memory at once (multicast)
  *   named_sync            a barrier of some warps
  *   setmaxnreg_dec / _inc a warpgroup's register budget (warp-specialised kernels)
  *
@@ -107,41 +104,6 @@ __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_g
 __device__ __forceinline__ void tma_prefetch_map(const void *map) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
-// ---- clusters (a kernel launched with a cluster dimension; sm_90)
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ uint32_t cluster_id_x() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ uint32_t cluster_count_x() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-    return r;
-}
-/* every thread of the cluster that has not exited gets here (and this CTA's shared-memory writes
- * before it are visible to the cluster after it) */
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-/* one arrival on the mbarrier at shared address a (this CTA's layout) of cluster CTA peer */
-__device__ __forceinline__ void mbar_arrive_peer(uint32_t a, uint32_t peer) {
-    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(a), "r"(peer) : "memory");
-}
-/* tma_load_2d into the same shared address of every CTA in mask (bit r: cluster rank r), each
- * completing the bytes it receives on its own mbarrier at address bar */
-__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const void *map, int c0, int c1, uint32_t bar,
-                                               uint16_t mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
-}
-
 /* a barrier of the nthreads threads (a multiple of 32) that name barrier id (1 .. 15; 0 is __syncthreads) */
 __device__ __forceinline__ void named_sync(int id, int nthreads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
