@@ -92,7 +92,7 @@ struct swin_gemm {
     int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
     int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
     int sms;                               /* the GPU's multiprocessors, when wgmma */
-    int tma_linear;                        /* 16-bit layers without GELU on sm90/gemm_tma.cu where it can */
+    int tma_linear;                        /* 16-bit / TF32 layers without GELU on sm90/gemm_tma.cu where it can */
     int x3;                                /* SWIN_FP32 layers on sm90/gemm_x3.cu (3xTF32) where it can */
     gemm_plan *plans;
     int n_plans, cap_plans;
@@ -246,7 +246,8 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->ws_bytes = ws_bytes;
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
-    g->tma_linear = g->wgmma && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
+    /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
+    g->tma_linear = g->wgmma && prec != SWIN_FP32 && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
     g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
@@ -475,7 +476,7 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
         if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
             return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
     }
-    if (act == SWIN_ACT_NONE && g->tma_linear && g->prec != SWIN_FP32 &&   /* fp32 data: TF32 */
+    if (act == SWIN_ACT_NONE && g->tma_linear &&
         swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual))
         return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
     gemm_plan key, *p;

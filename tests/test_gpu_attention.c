@@ -11,13 +11,13 @@
  * rows, each tile width and its edges) over V1/V2 and shifted/unshifted, with 2 heads so that heads
  * start at unaligned offsets; then non-square and padded geometries (geoms[]: non-square windows,
  * a shift along one dimension, grids padded to the window). Inputs are multiples of 1/128 in
- * [-1, 1], exact in every dtype, so one
- * reference serves all three; then fp32 once more on inputs that are not exact in TF32 (full fp32
- * mantissas, "f32*"), where x3 must keep fp32's tolerance and TF32 (printed, not checked) must be
- * far off, or the inputs would not test x3's tails; outputs and workspaces are poisoned with NaN before each launch and
- * guard bytes sit before and after the output (a store past head_dim in the last head of the last
- * row lands in the guard). Errors are max|gpu - ref| / max|ref|, tolerances from the dtype's
- * precision. A geometry whose shared memory cannot fit the device is reported skipped, with why.
+ * [-1, 1], exact in every dtype, so one reference serves all three; then fp32 once more on inputs
+ * that are not exact in TF32 (full fp32 mantissas, "f32*"), where x3 must keep fp32's tolerance and
+ * TF32 (printed, not checked) must be far off, or the inputs would not test x3's tails; outputs and
+ * workspaces are poisoned with NaN before each launch and guard bytes sit before and after the
+ * output (a store past head_dim in the last head of the last row lands in the guard). Errors are
+ * max|gpu - ref| / max|ref|, tolerances from the dtype's precision. A geometry whose shared memory
+ * cannot fit the device is reported skipped, with why.
  * At the end it prints (does not assert) fused vs unfused timings for Swin-T stage shapes (CUDA
  * events, median of 20).
  */
@@ -426,7 +426,8 @@ static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
         {"head_dim 257", SWIN_ERR_UNSUPPORTED, 4, 257}, {"unfused without cuBLAS", SWIN_ERR_ARGUMENT, 6, 0},
         {"head_dim 0", SWIN_ERR_ARGUMENT, 4, 0},
         {"E4M3 copy unaligned", SWIN_ERR_ARGUMENT, 7, 0}, {"E4M3 copy 1/scale 0", SWIN_ERR_ARGUMENT, 8, 0},
-        {"x3 with fp16 data", SWIN_ERR_ARGUMENT, 9, SWIN_ATTN_IMPL_X3}, {"tf32 with fp16 data", SWIN_ERR_ARGUMENT, 9, SWIN_ATTN_IMPL_TF32},
+        {"x3 with fp16 data", SWIN_ERR_ARGUMENT, 9, SWIN_ATTN_IMPL_X3},
+        {"tf32 with fp16 data", SWIN_ERR_ARGUMENT, 9, SWIN_ATTN_IMPL_TF32},
         {"unknown implementation", SWIN_ERR_ARGUMENT, 9, 4},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

@@ -85,12 +85,11 @@ __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, 
     float v0 = fmaf(a0, cs.x, b.x), v1 = fmaf(a1, cs.y, b.y);
     if (gelu && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
     else if (gelu) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
-    if constexpr (EPI == RESID && E::ESZ == 4) {
-        const float2 r = *reinterpret_cast<const float2 *>(p);
-        v0 += r.x, v1 += r.y;
-    } else if constexpr (EPI == RESID) {
-        static_assert(E::ESZ == 2, "RESID: 16-bit or fp32 outputs");
-        const float2 r = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
+    if constexpr (EPI == RESID) {
+        static_assert(E::ESZ == 2 || E::ESZ == 4, "RESID: 16-bit or fp32 outputs");
+        float2 r;
+        if constexpr (E::ESZ == 4) r = *reinterpret_cast<const float2 *>(p);
+        else r = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
         v0 += r.x, v1 += r.y;
     }
     if constexpr (EPI == FP8_GELU)

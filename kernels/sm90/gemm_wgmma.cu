@@ -236,8 +236,8 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
 
 extern "C" int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
                                                const void *w, const void *bias, const void *residual) {
-    return swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) && !((uintptr_t)residual & 15u) && residual != in && residual != w && out != in && out != w &&
-           swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+    return swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) && !((uintptr_t)residual & 15u) && residual != in &&
+           residual != w && out != in && out != w && swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
 }
 
 extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
@@ -248,9 +248,8 @@ extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, co
     if (!swin_gemm_wgmma_linear_supports(dt, M, K, N, out, in, w, bias, residual))
         return swin_fail(SWIN_ERR_UNSUPPORTED,
                          "%s: needs a GPU of compute capability 9.0, fp16, bf16 or fp32 (TF32), K and N multiples "
-                         "of 8, out, in, w "
-                         "and the residual 16-byte aligned, out and the residual apart from the inputs, and an output "
-                         "of enough 128 x 128 tiles for the persistent kernel (M %d, K %d, N %d)",
+                         "of 8, out, in, w and the residual 16-byte aligned, out and the residual apart from the "
+                         "inputs, and an output of enough 128 x 128 tiles for the persistent kernel (M %d, K %d, N %d)",
                          op, M, K, N);
     return swin_gemm_tma_linear_cuda(out, in, w, bias, residual, M, K, N, dt, st);
 }
