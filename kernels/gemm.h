@@ -81,6 +81,26 @@ int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const vo
                                     const void *bias, const void *residual);
 swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                                         const void *residual, int M, int K, int N, swin_dtype dt, cudaStream_t st);
+/* V1's norm2 folded into the GEMMs around it (Hopper, the persistent TMA kernel of
+ * kernels/sm90/gemm_tma.cu at any size; fp16 / bf16; the engine's SWIN_LN_FOLD=1, opt-in):
+ *   proj_scatter: x [T, C] at token_src(r) += win [rows, C] @ w [C, C]^T + bias [C] for the window
+ *     rows r of d (padding rows dropped; ops.h's reverse with the shift), rounded once; and part
+ *     [ceil(C / 128), T] float pairs: each token's (mean, sum of squared deviations) of its new
+ *     values over each 128-column tile (so nothing else reads x to normalise it)
+ *   ln_gelu: out [T, H] = gelu(LN(x) @ w^T + bias) for the LayerNorm of part's statistics (eps),
+ *     computed as rstd (x @ w_fold^T - mean colsum) + b_fold (swin_ln_fold_weights_cuda, ops.h)
+ * swin_gemm_ln_fold_supports: compute capability 9.0 with TMA, fp16 / bf16, C and H multiples of
+ * 8, T x C and H x C below 2^31; pointers: 16-byte aligned x, win, w, w_fold, out; bias 4-byte,
+ * part, colsum and b_fold 8-byte. x must not alias win, w or part; out not x, w_fold or part.
+ * The calls return SWIN_ERR_UNSUPPORTED where the GPU or the dtype cannot, SWIN_ERR_ARGUMENT for
+ * the rest. */
+int swin_gemm_ln_fold_supports(swin_dtype dt, int C, int H);
+swin_status swin_gemm_wgmma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w, const void *bias,
+                                              const swin_dims *d, swin_dtype dt, cudaStream_t st);
+swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
+                                         const float *colsum, const float *b_fold, int T, int C, int H, float eps,
+                                         swin_dtype dt, cudaStream_t st);
+
 /* The transformer block's MLP as one kernel on Hopper (kernels/sm90/mlp_wgmma.cu, compute
  * capability 9.0), the hidden kept on chip:
  *   out [M, C] = gelu(in [M, C] @ w1 [H, C]^T + b1 [H]) @ w2 [C, H]^T + b2 [C] (+ res [M, C])

@@ -1,5 +1,7 @@
 /* layernorm.cu - LayerNorm ops (kernels/ops.h): plain, residual (x += LN(y), V2 res-post-norm)
- * and the head's LayerNorm + mean over tokens.
+ * and the head's LayerNorm + mean over tokens; and the weights of a linear layer with the
+ * LayerNorm before it folded in (swin_ln_fold_weights_cuda, for the LN_GELU GEMM of
+ * kernels/sm90/gemm_tma.cu).
  *
  * Row ops use the generic row kernel of row.cuh (one 8/16/32-lane group per row, fp32 two-pass
  * statistics in registers, 16-byte packs). CPU counterparts: swin_layernorm_cpu,
@@ -143,5 +145,48 @@ extern "C" swin_status swin_ln_pool_cuda(void *out, const void *x, const float *
     SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
     SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 0));
     SWIN_DISPATCH(dt, T, return ln_pool_launch<T>((T *)out, (const T *)x, ln_w, ln_b, B, L, C, eps, st));
+    return SWIN_OK;
+}
+
+// ---- a LayerNorm folded into the linear layer after it
+
+/* One block a row n of w: w_fold[n, k] = dt(w[n, k] gamma[k]); colsum[n] = sum_k w_fold[n, k] (as
+ * stored); b_fold[n] = bias[n] + sum_k w[n, k] beta[k]. Sums in a fixed order (deterministic). */
+template <typename T>
+static __global__ void __launch_bounds__(128)
+ln_fold_kernel(T *__restrict__ w_fold, float *__restrict__ colsum, float *__restrict__ b_fold,
+               const float *__restrict__ w, const T *__restrict__ bias, const float *__restrict__ gamma,
+               const float *__restrict__ beta, int K) {
+    __shared__ float red[2][128];
+    const int n = blockIdx.x, t = threadIdx.x;
+    const float *wr = w + (size_t)n * K;
+    float cs = 0.0f, bb = 0.0f;
+    for (int k = t; k < K; k += 128) {
+        store_f(w_fold, (size_t)n * K + k, wr[k] * gamma[k]);
+        cs += load_f(w_fold, (size_t)n * K + k);
+        bb = fmaf(wr[k], beta[k], bb);
+    }
+    red[0][t] = cs, red[1][t] = bb;
+    __syncthreads();
+    for (int h = 64; h > 0; h >>= 1) {
+        if (t < h) red[0][t] += red[0][t + h], red[1][t] += red[1][t + h];
+        __syncthreads();
+    }
+    if (t == 0) colsum[n] = red[0][0], b_fold[n] = red[1][0] + (bias ? load_f(bias, n) : 0.0f);
+}
+
+extern "C" swin_status swin_ln_fold_weights_cuda(void *w_fold, float *colsum, float *b_fold, const float *w,
+                                                 const void *bias, const float *gamma, const float *beta, int N,
+                                                 int K, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_ln_fold_weights_cuda";
+    if (dt != SWIN_DT_F16 && dt != SWIN_DT_BF16)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 weights only (dtype %d)", op, (int)dt);
+    if (!w_fold || !colsum || !b_fold || !w || !gamma || !beta)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
+    if (N <= 0 || K <= 0) return swin_fail(SWIN_ERR_ARGUMENT, "%s: N %d and K %d must be positive", op, N, K);
+    SWIN_DISPATCH(dt, T, {
+        ln_fold_kernel<T><<<N, 128, 0, st>>>((T *)w_fold, colsum, b_fold, w, (const T *)bias, gamma, beta, K);
+        SWIN_LAUNCH_CHECK("ln_fold_kernel", st);
+    });
     return SWIN_OK;
 }

@@ -57,6 +57,13 @@ swin_status swin_layernorm_residual_cuda(void *x, const void *y, const float *ln
                                          int rows, int C, float eps, swin_dtype dt, cudaStream_t st);
 swin_status swin_ln_pool_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
                               int B, int L, int C, float eps, swin_dtype dt, cudaStream_t st);
+/* A linear layer w [N, K] (fp32, on the device), bias [N] (dt or NULL) after a LayerNorm (gamma,
+ * beta [K]) folded into weights for LN(x) w^T + bias = rstd (x w_fold^T - mean colsum) + b_fold
+ * (gemm.h swin_gemm_wgmma_ln_gelu_cuda): w_fold [N, K] = dt(w diag(gamma)), colsum [N] fp32 the
+ * row sums of w_fold as stored, b_fold [N] fp32 = bias + w beta. fp16 / bf16 only. */
+swin_status swin_ln_fold_weights_cuda(void *w_fold, float *colsum, float *b_fold, const float *w, const void *bias,
+                                      const float *gamma, const float *beta, int N, int K, swin_dtype dt,
+                                      cudaStream_t st);
 
 /* The E4M3 input of an FP8 site, written by the op whose output the site reads instead of by a
  * quantising pass of its own: q = e4m3(out * inv) of the output as stored in the 16-bit dtype

@@ -5,7 +5,9 @@
  *   wgmma_64x128<E>         d [64 x 128] += A (64 rows x 32 bytes of K) @ B (128 rows x 32 bytes)^T
  *   Epi, PLAIN/GELU/FP8_GELU/RESID  the epilogue: + bias (16-bit: then the erf GELU, or + the
  *                           residual staged at the output's place: RESID, gemm_tma.cu only);
- *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3
+ *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3;
+ *                           SCATTER / LN_GELU (gemm_tma.cu only): proj written back to the image
+ *                           with the residual, and fc1 on the LayerNorm folded into it
  *   epi_coeffs / epi_store  a thread's column pair: its bias and scale; the pair's output value(s)
  *                           written at a byte address of the staging tile
  *   TileLoader<R, T>        a thread's cp.async share of a k-tile of R rows (gemm_wgmma.cu, gemm_x3.cu)
@@ -28,8 +30,11 @@ struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storag
 
 /* The epilogue: PLAIN / GELU (16-bit out: + bias[n], then the GELU); FP8_GELU (E4M3 out:
  * e4m3(gelu(acc * col_scale[n] + bias[n]) * out_inv), bias fp16); RESID (16-bit out: + bias[n]
- * + the residual, which the caller has staged at the output's own address) */
-enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3 };
+ * + the residual, which the caller has staged at the output's own address); SCATTER (16-bit:
+ * + bias[n] + the residual, stored by gemm_tma.cu's scatter epilogue itself); LN_GELU (16-bit out:
+ * acc already normalised by the caller, then + bias[n] (fp32) and the GELU; col_scale: fp32
+ * column sums, which the caller uses, not epi_store) */
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5 };
 struct Epi {
     const void *bias;
     const float *col_scale;
@@ -69,6 +74,9 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
     if constexpr (EPI == FP8_GELU) {
         if (ep.bias) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
         cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
+    } else if constexpr (EPI == LN_GELU) {   /* fp32 bias and column sums */
+        b = *reinterpret_cast<const float2 *>((const float *)ep.bias + col);
+        cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
     } else if constexpr (E::ESZ == 4) {
         if (ep.bias) b = *reinterpret_cast<const float2 *>((const float *)ep.bias + col);
     } else if (ep.bias) {
@@ -81,7 +89,7 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
 template <class E, int EPI>
 __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
     typedef typename E::T T;
-    constexpr bool gelu = EPI == GELU || EPI == FP8_GELU;
+    constexpr bool gelu = EPI == GELU || EPI == FP8_GELU || EPI == LN_GELU;
     float v0 = fmaf(a0, cs.x, b.x), v1 = fmaf(a1, cs.y, b.y);
     if (gelu && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
     else if (gelu) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);

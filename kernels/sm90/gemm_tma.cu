@@ -116,7 +116,23 @@
  * / 8.381 and 8.323 / 8.427; Swin-B 384 fp16 batch 64 18.201 / 18.460; fp16 fc1 + GELU per stage
  * 0.761 / 0.450 / 0.922 / 0.246 against 0.800 / 0.471 / 0.968 / 0.260 ms. So w's operand
  * traffic does not bound the compute-heavy stages' fc1 (K 384 and 768).
- * Test: tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
+ * V1's norm2 folded into the GEMMs around it (SWIN_LN_FOLD=1, src/cuda/engine.c; opt-in):
+ *   SCATTER (proj): no staging and no TMA store; each thread adds bias and residual to its own
+ *     accumulators and stores them in place at the window row's token (token_src, win_geom.cuh),
+ *     a quarter of the tile's columns at a time with the residual pairs loaded first; then a quad
+ *     reduction per row gives the tile's (mean, M2) of the rounded values into part [tile, token].
+ *   LN_GELU (fc1 on weights diag(gamma)-scaled, ops.h swin_ln_fold_weights_cuda): each thread
+ *     combines its rows' partial statistics (Chan's pairwise formula, tile order: deterministic)
+ *     and the epilogue computes gelu(rstd acc + (b' - rstd mean colsum)), one FMA an element more
+ *     than GELU. Exact in 16 bits: x is the MMA's operand as stored; the mean's cancellation is in
+ *     the fp32 accumulators.
+ * Slower than the unfused path so far (numbers in engine.c above ln_fold_wanted): the scatter at
+ * 1.447 ms for all of Swin-T's blocks at batch 256 against proj on cuBLASLt + the row pass 1.373
+ * (stage 0 0.534 against 0.551, but stage 1's C = 192 wastes a third of its second column tile:
+ * 0.328 against 0.260); LN_GELU 34% slower than GELU: ptxas caps 544 threads at 96 registers and
+ * it spills 60 bytes (the scatter 64), on an epilogue that was already issue-bound (above).
+ * Test: tests/test_gpu_lnfold.c (SCATTER, LN_GELU; also _tma1, _pdl; test_gpu_engine_fold), and
+ * tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.
  */
@@ -130,6 +146,7 @@
 #include "sm90/gemm_sm90.cuh"
 #include "sm90/gemm_tma.h"
 #include "sm90/tma_map.h"
+#include "win_geom.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_tma.cu is built for sm_90a only (CMakeLists.txt)"
@@ -162,11 +179,138 @@ __device__ __forceinline__ uint32_t box_off(int r, int b) {
     return (uint32_t)((b >> 7) * (R * 128) + r * 128 + ((((b >> 4) & 7) ^ (r & 7)) << 4) + (b & 15));
 }
 
+/* The LayerNorm folded into the GEMMs around it (SCATTER, LN_GELU): per token, the (mean, M2 =
+ * sum of squared deviations) of its values in each 128-column output tile of the scatter, part
+ * [parts, T]: deterministic (no atomics), combined in a fixed order by LN_GELU. */
+struct LnFold {
+    void *x;        /* SCATTER: the image rows [T, N], residual in, output out */
+    float2 *part;   /* [parts, T] */
+    int M, T;       /* the GEMM's rows (SCATTER: window rows); token rows */
+    int parts, C;   /* LN_GELU: tiles per token, the normalised width (K) */
+    float inv_c, eps;
+    win_geom g;     /* SCATTER: window row -> token */
+};
+
+/* LN_GELU: the mean and 1 / sqrt(var + eps) of token row `row` from its partial statistics
+ * (Chan et al.'s pairwise combination, in tile order) */
+__device__ __forceinline__ void ln_row_stats(const LnFold &ln, int row, float &mu, float &rs) {
+    mu = 0.0f, rs = 1.0f;
+    if (row >= ln.M) return;
+    const float2 *q = ln.part + row;
+    if (ln.parts == 1) {   /* C <= 128: the one tile's statistics are the row's */
+        const float2 v = *q;
+        mu = v.x, rs = rsqrtf(v.y * ln.inv_c + ln.eps);
+        return;
+    }
+    float s = 0.0f, m2 = 0.0f;
+    for (int p = 0; p < ln.parts; p++) s += (float)min(BN, ln.C - p * BN) * q[(size_t)p * ln.T].x;
+    mu = s * ln.inv_c;
+    for (int p = 0; p < ln.parts; p++) {
+        const float2 v = q[(size_t)p * ln.T];
+        const float dm = v.x - mu;
+        m2 += v.y + (float)min(BN, ln.C - p * BN) * dm * dm;
+    }
+    rs = rsqrtf(m2 * ln.inv_c + ln.eps);
+}
+
+/* SCATTER's epilogue, one warpgroup's RW rows (row0 ..) of the tile at column n0: each window row's
+ * values + bias + the residual, rounded once, stored in place at the row's token (padding rows
+ * dropped); then the tile's (mean, M2) of those rounded values per token into part. A row's 128
+ * columns are held by a quad of lanes (32 values each): two quad reductions. */
+template <class E, int MI>
+__device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFold &ln, const Epi &ep, int row0,
+                                                 int n0, int N, int lane, int wq) {
+    typedef typename E::T T;
+    T *x = static_cast<T *>(ln.x);
+    const int r_lo = wq * 16 + (lane >> 2);
+    int tok[MI][2];   /* T < 2^31 (the entry checks) */
+    float s[MI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int gr = row0 + 64 * mi + r_lo + 8 * h;
+            tok[mi][h] = gr < ln.M ? (int)token_src(ln.g, gr) : -1;
+            s[mi][h] = 0.0f;
+        }
+    /* in quarters of the tile's columns: each quarter's residual pairs loaded before any of its
+     * stores (the compiler cannot move a load of x past a store to x), then added and stored */
+#pragma unroll
+    for (int half = 0; half < 4; half++) {
+        constexpr int JH = BN / 32;   /* column octets a quarter */
+        uint32_t res[JH][MI][2];
+#pragma unroll
+        for (int jj = 0; jj < JH; jj++) {
+            const int c = n0 + (half * JH + jj) * 8 + 2 * (lane & 3);
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    res[jj][mi][h] = c < N && tok[mi][h] >= 0
+                                         ? *reinterpret_cast<const uint32_t *>(x + (size_t)tok[mi][h] * N + c)
+                                         : 0u;
+        }
+#pragma unroll
+        for (int jj = 0; jj < JH; jj++) {
+            const int jn = half * JH + jj, c = n0 + jn * 8 + 2 * (lane & 3);
+            float2 b, cs;
+            epi_coeffs<E, SCATTER>(ep, c, N, b, cs);
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int i = 4 * jn + 2 * h;
+                    float2 v = make_float2(0.0f, 0.0f);   /* columns past N, padding rows: out of the sums */
+                    if (c < N && tok[mi][h] >= 0) {
+                        const float2 r = unpack2<T>(res[jj][mi][h]);
+                        const uint32_t o = pack2<T>(d[mi][i] + b.x + r.x, d[mi][i + 1] + b.y + r.y);
+                        *reinterpret_cast<uint32_t *>(x + (size_t)tok[mi][h] * N + c) = o;
+                        v = unpack2<T>(o);
+                    }
+                    d[mi][i] = v.x, d[mi][i + 1] = v.y;
+                    s[mi][h] += v.x + v.y;
+                }
+        }
+    }
+    const float inv = 1.0f / (float)min(BN, N - n0);
+    float q[MI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            s[mi][h] += __shfl_xor_sync(0xffffffffu, s[mi][h], 1);
+            s[mi][h] += __shfl_xor_sync(0xffffffffu, s[mi][h], 2);
+            s[mi][h] *= inv;   /* the tile's mean */
+            q[mi][h] = 0.0f;
+        }
+#pragma unroll
+    for (int jn = 0; jn < BN / 8; jn++) {
+        const int c = n0 + jn * 8 + 2 * (lane & 3);
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (c < N) {
+                    const float d0 = d[mi][4 * jn + 2 * h] - s[mi][h], d1 = d[mi][4 * jn + 2 * h + 1] - s[mi][h];
+                    q[mi][h] = fmaf(d0, d0, fmaf(d1, d1, q[mi][h]));
+                }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            q[mi][h] += __shfl_xor_sync(0xffffffffu, q[mi][h], 1);
+            q[mi][h] += __shfl_xor_sync(0xffffffffu, q[mi][h], 2);
+            if ((lane & 3) == 0 && tok[mi][h] >= 0)
+                ln.part[(size_t)(n0 / BN) * ln.T + tok[mi][h]] = make_float2(s[mi][h], q[mi][h]);
+        }
+}
+
 template <class E, int EPI, int WPT, bool TAIL2>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
-                int KT, int tiles, int tiles_n) {
+                int KT, int tiles, int tiles_n, const LnFold ln) {
     constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
     constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
@@ -209,7 +353,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     const int lane = tid & 31, wq = (tid >> 5) & 3, ctid = tid & 127;
     const uint32_t my_out = s_out + team * OUT_TILE + sub * (OUT_TILE / WPT);
     unsigned char *stage = smem_raw + (my_out - smem_addr(smem_raw));
-    if (ctid == 0) {
+    if (ctid == 0 && EPI != SCATTER) {
         tma_prefetch_map(&map_out);
         if (EPI == RESID) tma_prefetch_map(&map_res);
     }
@@ -261,6 +405,10 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
         wgmma_wait_all();
         if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+        if constexpr (EPI == SCATTER) {   /* straight to the image rows: no staging, no TMA store */
+            scatter_epilogue<E, MI>(d, ln, ep, m0 + sub * RW, n0, N, lane, wq);
+            continue;
+        }
 
         /* epilogue: the previous tile's stores have read the staging rows (RESID: and the
          * residual has landed in them; each thread then reads and writes its own elements) */
@@ -271,6 +419,17 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
             named_sync(1 + wg, 128);
         }
         const int r_lo = wq * 16 + (lane >> 2);
+        float nm[MI][2], rs[MI][2];   /* LN_GELU: the rows' -mean rstd and rstd */
+        if constexpr (EPI == LN_GELU) {
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mu;
+                    ln_row_stats(ln, m0 + sub * RW + 64 * mi + r_lo + 8 * h, mu, rs[mi][h]);
+                    nm[mi][h] = -mu * rs[mi][h];
+                }
+        }
 #pragma unroll
         for (int jn = 0; jn < BN / 8; jn++) {
             const int c = jn * 8 + 2 * (lane & 3);
@@ -281,7 +440,13 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 #pragma unroll
                 for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
                     const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
-                    epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], b, cs, ep);
+                    if constexpr (EPI == LN_GELU) {   /* LN(x) w^T + b = rstd x w'^T + (b - rstd mean colsum(w')) */
+                        const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
+                        const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
+                        epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], bb, sc, ep);
+                    } else {
+                        epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], b, cs, ep);
+                    }
                 }
         }
         fence_proxy_async();
@@ -293,7 +458,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
             bulk_commit();
         }
     }
-    if (ctid == 0) bulk_wait();
+    if (ctid == 0 && EPI != SCATTER) bulk_wait();
 }
 
 /* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
@@ -304,12 +469,13 @@ bool tail_on(void) {
 
 template <class E, int EPI, int WPT>
 swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, const void *residual, Epi ep, int M,
-                       int K, int N, cudaStream_t st) {
+                       int K, int N, cudaStream_t st, const LnFold &ln) {
     constexpr int OSZ = out_size<E, EPI>();
     CUtensorMap map_in, map_w, map_out, map_res;
     SWIN_TRY(swin_tma_map_2d(&map_in, op, "in", in, M, K, E::ESZ, BM));
     SWIN_TRY(swin_tma_map_2d(&map_w, op, "w", w, N, K, E::ESZ, BN));
-    SWIN_TRY(swin_tma_map_2d(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
+    if (EPI == SCATTER) map_out = map_in;   /* unread: the epilogue stores through ln.x */
+    else SWIN_TRY(swin_tma_map_2d(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
     if (EPI == RESID) SWIN_TRY(swin_tma_map_2d(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
     else map_res = map_out;   /* unread */
     int sms = 0;
@@ -322,7 +488,7 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
     swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
-                tiles_n);
+                tiles_n, ln);
     SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
     return SWIN_OK;
 }
@@ -339,9 +505,9 @@ int tma_mode(void) {
 
 template <class E, int EPI>
 swin_status launch(const char *op, void *out, const void *in, const void *w, Epi ep, int M, int K, int N,
-                   cudaStream_t st, const void *residual = NULL) {
-    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, residual, ep, M, K, N, st)
-                           : launch_wpt<E, EPI, 2>(op, out, in, w, residual, ep, M, K, N, st);
+                   cudaStream_t st, const void *residual = NULL, const LnFold &ln = LnFold()) {
+    return tma_mode() == 1 ? launch_wpt<E, EPI, 1>(op, out, in, w, residual, ep, M, K, N, st, ln)
+                           : launch_wpt<E, EPI, 2>(op, out, in, w, residual, ep, M, K, N, st, ln);
 }
 
 /* the fewest output tiles that take this kernel: SWIN_GEMM_TMA_MIN_TILES, else (-1) two a CTA */
@@ -402,4 +568,31 @@ extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, cons
     if (dt == SWIN_DT_BF16) return launch<BF16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     if (dt == SWIN_DT_F32) return launch<TF32, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w,
+                                                       const void *bias, const swin_dims *d, swin_dtype dt,
+                                                       cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_proj_scatter_cuda";
+    LnFold ln = LnFold();
+    int rows = 0;
+    SWIN_TRY(swin_win_geom(op, d, dt, &ln.g, &rows));
+    ln.x = x, ln.part = reinterpret_cast<float2 *>(part), ln.M = rows, ln.T = d->B * d->res_h * d->res_w;
+    const Epi ep = {bias, NULL, 1.0f};
+    if (dt == SWIN_DT_F16) return launch<F16, SCATTER>(op, x, win, w, ep, rows, d->C, d->C, st, NULL, ln);
+    if (dt == SWIN_DT_BF16) return launch<BF16, SCATTER>(op, x, win, w, ep, rows, d->C, d->C, st, NULL, ln);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
+                                                  const float *colsum, const float *b_fold, int T, int C, int H,
+                                                  float eps, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_ln_gelu_cuda";
+    LnFold ln = LnFold();
+    ln.part = reinterpret_cast<float2 *>(const_cast<float *>(part)), ln.M = ln.T = T;
+    ln.parts = (C + BN - 1) / BN, ln.C = C, ln.inv_c = 1.0f / (float)C, ln.eps = eps;
+    const Epi ep = {b_fold, colsum, 1.0f};
+    if (dt == SWIN_DT_F16) return launch<F16, LN_GELU>(op, out, x, w_fold, ep, T, C, H, st, NULL, ln);
+    if (dt == SWIN_DT_BF16) return launch<BF16, LN_GELU>(op, out, x, w_fold, ep, T, C, H, st, NULL, ln);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
 }

@@ -22,6 +22,13 @@ swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const v
  * 16-byte aligned, may be out itself but not an input) */
 swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias, const void *residual,
                                       int M, int K, int N, swin_dtype dt, cudaStream_t st);
+/* V1's proj and norm2 + fc1 with the LayerNorm between them folded away (gemm.h
+ * swin_gemm_wgmma_proj_scatter_cuda, swin_gemm_wgmma_ln_gelu_cuda, which check the arguments) */
+swin_status swin_gemm_tma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w, const void *bias,
+                                            const swin_dims *d, swin_dtype dt, cudaStream_t st);
+swin_status swin_gemm_tma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
+                                       const float *colsum, const float *b_fold, int T, int C, int H, float eps,
+                                       swin_dtype dt, cudaStream_t st);
 /* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv) (gemm.h) */
 swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
                                         const void *bias, float out_inv, int M, int K, int N, cudaStream_t st);

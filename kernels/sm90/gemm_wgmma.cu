@@ -82,6 +82,7 @@
 #include "gemm.h"
 #include "sm90/gemm_sm90.cuh"
 #include "sm90/gemm_tma.h"
+#include "sm90/tma_map.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_wgmma.cu is built for sm_90a only (CMakeLists.txt)"
@@ -278,4 +279,49 @@ extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8
         return swin_gemm_tma_fp8_gelu_cuda(out_q, in_q, w_q, col_scale, bias, out_inv, M, K, N, st);
     const Epi ep = {bias, col_scale, out_inv};
     return launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
+}
+
+extern "C" int swin_gemm_ln_fold_supports(swin_dtype dt, int C, int H) {
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && C > 0 && H > 0 && C % 8 == 0 && H % 8 == 0 &&
+           (long long)H * C < INT_MAX && swin_gemm_wgmma_available() && swin_tma_available();
+}
+
+static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
+
+extern "C" swin_status swin_gemm_wgmma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w,
+                                                         const void *bias, const swin_dims *d, swin_dtype dt,
+                                                         cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_proj_scatter_cuda";
+    if (!x || !part || !win || !w || !d) return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
+    if (!swin_gemm_ln_fold_supports(dt, d->C, d->C))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, fp16 or bf16 and C "
+                         "a multiple of 8 (dtype %d, C %d)", op, (int)dt, d->C);
+    if (misaligned(x, 16) || misaligned(win, 16) || misaligned(w, 16) || misaligned(bias, 4) || misaligned(part, 8))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, win and w must be 16-byte aligned, bias 4, part 8", op);
+    if (x == win || x == w || (const void *)part == x || (const void *)part == win)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, part and the inputs must be different buffers", op);
+    if ((long long)d->B * d->hp * d->wp * d->C >= INT_MAX)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %d images of %dx%d tokens x C %d reach 2^31", op, d->B, d->hp,
+                         d->wp, d->C);
+    return swin_gemm_tma_proj_scatter_cuda(x, part, win, w, bias, d, dt, st);
+}
+
+extern "C" swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
+                                                    const float *colsum, const float *b_fold, int T, int C, int H,
+                                                    float eps, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_ln_gelu_cuda";
+    if (!out || !x || !part || !w_fold || !colsum || !b_fold)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument", op);
+    if (!swin_gemm_ln_fold_supports(dt, C, H))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, fp16 or bf16, C and "
+                         "H multiples of 8 (dtype %d, C %d, H %d)", op, (int)dt, C, H);
+    if (T <= 0 || (long long)T * C >= INT_MAX || (long long)T * H >= INT_MAX)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: T %d must be positive and T x C, T x H below 2^31", op, T);
+    if (!(eps > 0.0f) || !isfinite(eps)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: eps %g (expected finite > 0)", op, (double)eps);
+    if (misaligned(out, 16) || misaligned(x, 16) || misaligned(w_fold, 16) || misaligned(part, 8) ||
+        misaligned(colsum, 8) || misaligned(b_fold, 8))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, x and w_fold must be 16-byte aligned, part, colsum, b_fold 8", op);
+    if (out == x || out == w_fold || out == (const void *)part)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out must not alias x, w_fold or part", op);
+    return swin_gemm_tma_ln_gelu_cuda(out, x, part, w_fold, colsum, b_fold, T, C, H, eps, dt, st);
 }

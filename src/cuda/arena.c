@@ -14,6 +14,7 @@
 static const char *region_name[REG_COUNT] = {
     "weights (session dtype)", "weights (fp32 norms, bias tables, scales)",
     "activations x[2] (ping-pong)", "activations tok", "activations qkv", "activations hid",
+    "norm2 statistics (folded into fc1)",
     "head (pooled, logits)", "cuBLASLt workspace", "attention workspace", "input/logits (fp32)",
     "fp8 (amax; quantised GEMM input, scale vector)",
 };
@@ -60,6 +61,7 @@ static const void *put(walk *k, const float *host, size_t n, int f32, const char
  * staging copy that put() just left in x[0] (the bias, carved next, overwrites it after). */
 static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K, int site, const char *what) {
     swin_engine *e = k->e;
+    d->b = put(k, h->b, (size_t)N, 0, what);   /* first: w's fp32 staging copy outlives put_lin (put_fold) */
     d->w = put(k, h->w, (size_t)N * K, 0, what);
     d->site = site ? k->site++ : -1;
     d->K = K, d->N = N;
@@ -80,7 +82,21 @@ static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K,
         }
     }
     if (site && k->upload && e->sites) e->sites[d->site] = d;
-    d->b = put(k, h->b, (size_t)N, 0, what);
+}
+
+/* fc1 (just put: its fp32 staging copy is in x[0]) with norm2 folded in, when the engine folds */
+static void put_fold(walk *k, swin_dfold *f, const swin_dlin *l, const swin_dln *ln, int N, int K, const char *what) {
+    swin_engine *e = k->e;
+    f->w = NULL, f->colsum = f->b = NULL;
+    if (!e->ln_fold) return;
+    f->w = swin_carve(k->base, &k->off, (size_t)N * K * swin_dtype_size(e->dt));
+    f->colsum = swin_carve(k->base, &k->off, (size_t)N * 4);
+    f->b = swin_carve(k->base, &k->off, (size_t)N * 4);
+    k->n_dt += (size_t)N * K, k->n_f32 += 2 * (size_t)N;
+    if (!k->upload || k->st != SWIN_OK) return;
+    swin_status s = swin_ln_fold_weights_cuda((void *)f->w, (float *)f->colsum, (float *)f->b, (const float *)e->x[0],
+                                              l->b, ln->w, ln->b, N, K, e->dt, e->stream);
+    if (s != SWIN_OK) k->st = swin_fail_prefix(s, "folding norm2 into %s", what);
 }
 
 static void put_ln(walk *k, swin_dln *d, const swin_ln_w *h, int C, const char *what) {
@@ -115,6 +131,7 @@ static void walk_weights(walk *k) {
             put_lin(k, &db->proj, &bw->proj, C, C, 1, "attn.proj");
             put_ln(k, &db->norm2, &bw->norm2, C, "norm2");
             put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, 1, "mlp.fc1");
+            put_fold(k, &db->fc1_ln, &db->fc1, &db->norm2, st->hidden, C, "mlp.fc1");
             put_lin(k, &db->fc2, &bw->fc2, C, st->hidden, 1, "mlp.fc2");
             db->bias_table = put(k, bw->bias_table, (size_t)W2 * bw->heads, 1, "attention bias table");
             db->attn_scale = put(k, bw->attn_scale, (size_t)bw->heads, 1, "attention scale");
@@ -127,13 +144,13 @@ static void walk_weights(walk *k) {
 
 // ---- activations: the largest use of each buffer over the forward pass
 
-typedef struct { size_t x, tok, qkv, hid; } act_elems;
+typedef struct { size_t x, tok, qkv, hid, ln; } act_elems;
 
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 
 static act_elems activation_elems(const swin_model *m, int B) {
     const swin_config *c = &m->cfg;
-    act_elems a = {0, 0, 0, 0};
+    act_elems a = {0, 0, 0, 0, 0};
     int p = c->patch_size;
     size_t tokens0 = (size_t)B * m->w.stages[0].res_h * m->w.stages[0].res_w;
     a.hid = tokens0 * 3 * p * p;   /* im2col columns */
@@ -146,6 +163,7 @@ static act_elems activation_elems(const swin_model *m, int B) {
         a.tok = max_z(a.tok, rows * st->dim);                                       /* windows */
         a.qkv = max_z(a.qkv, rows * 3 * st->dim);
         a.hid = max_z(a.hid, max_z(tokens * st->hidden, rows * st->dim));           /* MLP; proj */
+        if (st->depth > 0) a.ln = max_z(a.ln, tokens * (size_t)((st->dim + 127) / 128));   /* folded norm2 */
     }
     a.tok = max_z(a.tok, a.x);
     return a;
@@ -213,6 +231,9 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
         e->region[REG_HID] += e->staging_elems * 4 - act;
         off += e->staging_elems * 4 - act;
     }
+    start = off;
+    e->ln_part = e->ln_fold ? swin_carve(base, &off, a.ln * 2 * sizeof(float)) : NULL;
+    e->region[REG_LN] = off - start;
 
     start = off;
     e->pooled = swin_carve(base, &off, (size_t)B * m->w.stages[m->cfg.num_stages - 1].dim * esz);
@@ -271,7 +292,7 @@ static const char *human(size_t bytes, char *buf, size_t size) {
 
 void swin_arena_summary(const swin_engine *e, size_t total, char *buf, size_t size) {
     const size_t *r = e->region;
-    size_t act = r[REG_X] + r[REG_TOK] + r[REG_QKV] + r[REG_HID] + r[REG_HEAD] + r[REG_FP8];
+    size_t act = r[REG_X] + r[REG_TOK] + r[REG_QKV] + r[REG_HID] + r[REG_LN] + r[REG_HEAD] + r[REG_FP8];
     char t[32], w[32], a[32], ws[32], io[32], h[32];
     snprintf(buf, size, "batch %d in %s needs %s (weights %s, activations %s, workspaces %s, input/output %s, "
              "headroom %s for cuBLAS and CUDA graphs)", e->opt.max_batch, swin_precision_str(e->opt.precision),
@@ -309,9 +330,9 @@ void swin_arena_describe(const swin_engine *e, char *buf, size_t size) {
     if (cudaGetDeviceProperties(&prop, e->dev) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
     size_t n = 0;
     n += (size_t)snprintf(buf + n, size - n,
-                          "device cuda:%d (%s), %s, attention %s, mlp %s, graphs %s, max batch %d\n",
+                          "device cuda:%d (%s), %s, attention %s, mlp %s%s, graphs %s, max batch %d\n",
                           e->dev, name, swin_precision_str(e->opt.precision), impl[e->opt.attention & 1],
-                          impl[e->opt.mlp & 3],
+                          impl[e->opt.mlp & 3], e->ln_fold ? " (norm2 folded into proj and fc1)" : "",
                           e->opt.graphs ? "on" : "off", e->opt.max_batch);
     size_t esz = swin_dtype_size(e->dt), wdt = e->region[REG_WEIGHTS_DT];
     if (n < size)

@@ -36,9 +36,16 @@ typedef struct {
                           * not a multiple of 16): the GEMM runs in 16 bits on E4M3 values */
 } swin_dlin;
 
+/* fc1 with norm2 folded in (V1 on Hopper, fp16 / bf16: ops.h swin_ln_fold_weights_cuda), or NULLs */
+typedef struct {
+    const void *w;               /* dt [hidden, C] = fc1 diag(gamma) */
+    const float *colsum, *b;     /* fp32 [hidden]: w's row sums, fc1's bias + fc1 beta */
+} swin_dfold;
+
 typedef struct {
     swin_dln norm1, norm2;
     swin_dlin qkv, proj, fc1, fc2;
+    swin_dfold fc1_ln;
     const float *bias_table;   /* [(2Wh-1)*(2Ww-1), heads] */
     const float *attn_scale;   /* [heads] */
 } swin_dblock;
@@ -60,7 +67,7 @@ typedef struct {
 
 /* ---- regions of the plan, in carving order (names printed by describe) */
 typedef enum {
-    REG_WEIGHTS_DT, REG_WEIGHTS_F32, REG_X, REG_TOK, REG_QKV, REG_HID, REG_HEAD,
+    REG_WEIGHTS_DT, REG_WEIGHTS_F32, REG_X, REG_TOK, REG_QKV, REG_HID, REG_LN, REG_HEAD,
     REG_GEMM_WS, REG_ATTN_WS, REG_IO, REG_FP8, REG_COUNT
 } swin_region_id;
 
@@ -101,6 +108,10 @@ struct swin_engine {
 
     swin_dweights w;
     void *x[2], *tok, *qkv, *hid, *pooled, *logits_dt;
+    /* V1's norm2 folded into proj and fc1 (engine.c block_v1, decided at setup): the tokens'
+     * partial LayerNorm statistics proj writes and fc1 reads, [ceil(C / 128), T] float pairs */
+    int ln_fold;
+    float *ln_part;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;
     float *input, *logits;      /* io, fp32 */

@@ -236,10 +236,26 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
 }
 
 /* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x))))
+ * With ln_fold (SWIN_LN_FOLD=1), proj + reverse + residual and LN2 + fc1 + GELU are one GEMM each.
  * qkv, attention and proj run over the window rows (Tp: the grid padded to multiples of the
  * window, padding tokens included), the MLP over the T image tokens. */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
+    if (e->ln_fold && !e->recording && !mlp_one_kernel(e, T)) {
+        /* norm2 folded away (ln_fold_wanted): proj writes the attention's output back to the image
+         * with the residual and each token's partial statistics (e->ln_part); fc1 normalises with
+         * them in its epilogue, on weights with norm2's gamma and beta folded in */
+        OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, NULL, e->dt,
+                                                                      e->stream));
+        OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
+        SWIN_TRY(attention(e, w, d, NULL));
+        OP(GEMM, "proj+reverse+residual", swin_gemm_wgmma_proj_scatter_cuda(x, e->ln_part, e->tok, w->proj.w, w->proj.b,
+                                                                            d, e->dt, e->stream));
+        OP(GEMM, "norm2+fc1+gelu", swin_gemm_wgmma_ln_gelu_cuda(e->hid, x, e->ln_part, w->fc1_ln.w, w->fc1_ln.colsum,
+                                                                w->fc1_ln.b, T, C, hidden, d->eps, e->dt, e->stream));
+        OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, T, hidden, C, SWIN_ACT_NONE));
+        return SWIN_OK;
+    }
     swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 0);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
@@ -450,13 +466,34 @@ static swin_status refuse(const swin_engine *e, size_t total, const char *why) {
 
 // ---- create / free
 
+/* SWIN_LN_FOLD=1 in the environment (read at session creation; opt-in): V1 blocks with --mlp
+ * fused on Hopper in fp16 / bf16 fold norm2 into the GEMMs around it (block_v1): proj writes its
+ * output back to the image with the residual and each token's partial statistics, fc1 normalises
+ * in its epilogue (kernels/sm90/gemm_tma.cu, SCATTER and LN_GELU), and the reverse + residual +
+ * norm2 pass between them is gone. Not for fp8 engines (fc1's E4M3 input is the norm's output)
+ * nor while calibrating (which records that input's amax). Correct (test_gpu_lnfold,
+ * test_gpu_engine_fold; a random full-size Swin-T against timm: fp16 7.3e-4 against 8.0e-4
+ * without, bf16 7.4e-3 against 7.7e-3) but slower, hence off by default. H200 (2026-11-27,
+ * `SWIN_LN_FOLD=1` / `=0 build/swin bench --precision fp16 --batch 1,256 --iters 30`, alternating,
+ * two runs each): Swin-T batch 256 9.824 / 9.887 against 9.210 / 9.199 ms, batch 1 0.520 / 0.527
+ * against 0.460 / 0.465 ms. --breakdown at batch 256: proj + reverse + residual 1.447 ms against
+ * proj 0.577 + the pass 0.796, and norm2 + fc1 + GELU 3.143 against fc1 + GELU 2.354 (stages
+ * 1.034 / 0.629 / 1.178 / 0.302 against 0.752 / 0.445 / 0.913 / 0.244); gemm_tma.cu's header
+ * says why. */
+static int ln_fold_wanted(const swin_engine *e) {
+    const swin_model *m = e->m;
+    if (!e->wgmma || e->fp8 || e->recording || m->cfg.version != 1 || e->opt.mlp != SWIN_MLP_FUSED ||
+        (e->dt != SWIN_DT_F16 && e->dt != SWIN_DT_BF16) || !swin_env_on("SWIN_LN_FOLD", 0))
+        return 0;
+    for (int s = 0; s < m->cfg.num_stages; s++)
+        if (m->w.stages[s].depth > 0 && !swin_gemm_ln_fold_supports(e->dt, m->w.stages[s].dim, m->w.stages[s].hidden))
+            return 0;
+    return 1;
+}
+
 static swin_status setup(swin_engine *e) {
     size_t total = 0, free_b = 0, all_b = 0;
-    SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
-    /* the cuBLAS handles first: their device memory is gone from the free memory measured next
-     * (else a batch said to fit could leave too little for them); the workspace comes later */
-    SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, NULL, 0));
     /* auto: fused where its large tiles run on wgmma (swin.h) */
     e->wgmma = swin_gemm_wgmma_available();
     SWIN_CUDA_TRY(cudaDeviceGetAttribute(&e->sms, cudaDevAttrMultiProcessorCount, e->dev));
@@ -465,6 +502,11 @@ static swin_status setup(swin_engine *e) {
     /* fp32, and tf32 without wgmma, have no fused fc1: say what runs (bench, info); fp8 keeps --mlp
      * for its 16-bit MLPs */
     if (e->opt.precision != SWIN_FP8 && !swin_engine_mlp_selectable(e)) e->opt.mlp = SWIN_MLP_UNFUSED;
+    e->ln_fold = ln_fold_wanted(e);
+    SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
+    /* the cuBLAS handles first: their device memory is gone from the free memory measured next
+     * (else a batch said to fit could leave too little for them); the workspace comes later */
+    SWIN_TRY(swin_gemm_create(&e->gemm, e->fp8 ? SWIN_FP16 : e->opt.precision, NULL, 0));
     swin_gemm_set_fused_gelu(e->gemm, e->opt.mlp == SWIN_MLP_FUSED);
     SWIN_CUDA_TRY(cudaMemGetInfo(&free_b, &all_b));
     if (total > free_b || SWIN_GPU_HEADROOM_BYTES > free_b - total) return refuse(e, total, NULL);
