@@ -31,16 +31,25 @@ template <typename T, bool Acc> struct ln_map {   /* out[r] (+)= LN(in[r]); with
 
 /* out[b, c] = mean_l((x[b, l, c] - mean_l) * rstd_l) * w[c] + b[c]. Groups of LPR lanes take
  * tokens g, g + G, ...; their per-lane sums are added into shared memory group after group (fixed
- * order: deterministic). Dynamic shared memory: C floats. */
-template <typename T, int V, int NV, int LPR>
-static __global__ void __launch_bounds__(SWIN_ROW_BLOCK)
+ * order: deterministic). Dynamic shared memory: C floats. BLOCK threads: 512 by default (G = 16
+ * groups of 32 lanes for Swin-T's C = 768: its 49 tokens in 4 rounds of loads and row reductions
+ * instead of 13 with 128 threads, which made this one block the slowest op of a batch-1 forward:
+ * 16 us of 0.71 ms in --breakdown); SWIN_POOL_BLOCK=128 in the environment (read once) keeps the
+ * 128 of the other row kernels, to compare. H200 (2026-11-27, SWIN_POOL_BLOCK=512 / 128
+ * alternating, three runs each, build/swin bench --precision fp16 --batch 1,8,256 --iters 100):
+ * Swin-T batch 1 0.451 / 0.449 / 0.449 against 0.453 / 0.459 / 0.454 ms, batch 8 0.662 / 0.641 /
+ * 0.646 against 0.660 / 0.659 / 0.658, batch 256 unchanged (9.40 / 9.41); SwinV2-T batch 1 0.476
+ * against 0.489; the op in --breakdown at batch 1: 12 against 16 us. Above C = 1536 (NV 8 packs a
+ * lane in 16 bits, 16 in fp32) ptxas spills at 512 threads' 128 registers; no Swin model has it. */
+template <typename T, int V, int NV, int LPR, int BLOCK>
+static __global__ void __launch_bounds__(BLOCK)
 ln_pool_kernel(T *__restrict__ out, const T *__restrict__ x, const float *__restrict__ w,
                const float *__restrict__ b, int L, int C, float eps) {
     swin_pdl_begin();
     extern __shared__ float acc[];
-    const int G = SWIN_ROW_BLOCK / LPR, g = threadIdx.x / LPR, lane = threadIdx.x % LPR;
+    const int G = BLOCK / LPR, g = threadIdx.x / LPR, lane = threadIdx.x % LPR;
     const T *xb = x + (size_t)blockIdx.x * L * C;
-    for (int c = threadIdx.x; c < C; c += SWIN_ROW_BLOCK) acc[c] = 0.f;
+    for (int c = threadIdx.x; c < C; c += BLOCK) acc[c] = 0.f;
     float sum[NV][V];
 #pragma unroll
     for (int i = 0; i < NV; i++)
@@ -76,18 +85,29 @@ ln_pool_kernel(T *__restrict__ out, const T *__restrict__ x, const float *__rest
             }
         __syncthreads();
     }
-    for (int c = threadIdx.x; c < C; c += SWIN_ROW_BLOCK)
+    for (int c = threadIdx.x; c < C; c += BLOCK)
         store_f(out, (size_t)blockIdx.x * C + c, acc[c] / (float)L * w[c] + b[c]);
+}
+
+static int pool_block(void) {
+    static int n = -1;
+    if (n < 0) n = swin_env_is("SWIN_POOL_BLOCK", "128") ? 128 : 512;
+    return n;
 }
 
 template <typename T>
 static swin_status ln_pool_launch(T *out, const T *x, const float *w, const float *b, int B, int L,
                                   int C, float eps, cudaStream_t st) {
     int vec_ok = swin_aligned16(x);
+    const int block = pool_block();
     int ok = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
         typedef decltype(cfg) Cfg;
-        swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR>, (unsigned)B, SWIN_ROW_BLOCK,
-                    (size_t)C * sizeof(float), st, out, x, w, b, L, C, eps);
+        if (block == 128)
+            swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 128>, (unsigned)B, 128, (size_t)C * sizeof(float),
+                        st, out, x, w, b, L, C, eps);
+        else
+            swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 512>, (unsigned)B, 512, (size_t)C * sizeof(float),
+                        st, out, x, w, b, L, C, eps);
     });
     if (!ok) return swin_fail(SWIN_ERR_UNSUPPORTED, "swin_ln_pool_cuda: %d channels are too many "
                                   "(at most 2048, or 1024 when not 16-byte aligned)", C);
