@@ -236,12 +236,12 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
     /* in quarters of the tile's columns: each quarter's residual pairs loaded before any of its
      * stores (the compiler cannot move a load of x past a store to x), then added and stored */
 #pragma unroll
-    for (int half = 0; half < 4; half++) {
+    for (int qr = 0; qr < 4; qr++) {
         constexpr int JH = BN / 32;   /* column octets a quarter */
         uint32_t res[JH][MI][2];
 #pragma unroll
         for (int jj = 0; jj < JH; jj++) {
-            const int c = n0 + (half * JH + jj) * 8 + 2 * (lane & 3);
+            const int c = n0 + (qr * JH + jj) * 8 + 2 * (lane & 3);
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -252,7 +252,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
         }
 #pragma unroll
         for (int jj = 0; jj < JH; jj++) {
-            const int jn = half * JH + jj, c = n0 + jn * 8 + 2 * (lane & 3);
+            const int jn = qr * JH + jj, c = n0 + jn * 8 + 2 * (lane & 3);
             float2 b, cs;
             epi_coeffs<E, SCATTER>(ep, c, N, b, cs);
 #pragma unroll
