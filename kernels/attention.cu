@@ -4,8 +4,9 @@
  *
  * Variants (swin_attn_impl), all tested by tests/test_gpu_attention.c:
  *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
- *                           cores (attention_mma.cuh), fp32 data on the CUDA cores in true fp32
- *                           (attention_simt.cuh);
+ *                           cores (attention_mma.cuh; V1 windows of 49 to 64 tokens with head_dim
+ *                           32, Swin-T/S/B's, on attention_head.cuh's kernel unless SWIN_ATTN_HEAD=0),
+ *                           fp32 data on the CUDA cores in true fp32 (attention_simt.cuh);
  *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernels
  *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),
  *                           else the true-fp32 fused kernel; SWIN_ATTN_TF32=0 in the environment
@@ -32,6 +33,7 @@
 #include <limits.h>
 
 #include "attention_common.cuh"
+#include "attention_head.cuh"
 #include "attention_mma.cuh"
 #include "attention_simt.cuh"
 #include "attention_tf32.cuh"
@@ -152,6 +154,41 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
     return SWIN_OK;
 }
 
+/* SWIN_ATTN_HEAD=0 in the environment: windows that attn_head_kernel takes run on the (window, head)
+ * kernel of attention_mma.cuh instead (read once) */
+static bool head_on() {
+    static const bool on = swin_env_on("SWIN_ATTN_HEAD", 1);
+    return on;
+}
+
+/* attn_head_kernel's geometry: V1, head_dim 32 (its tile width, rows 16-byte aligned), 49 to 64 tokens */
+static bool head_takes(const Geom &g, int v2) {
+    return head_on() && !v2 && g.hd == HeadTiles::kHd && g.npad == HeadTiles::kMaxN;
+}
+
+/* attn_head_kernel: a grid of (CTAs per head) x heads, as many CTAs as fit on the device at once,
+ * at most one per window and head; each walks its head's windows */
+template <typename T>
+static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
+    auto kern = attn_head_kernel<T>;
+    const int smem = HeadSmem::kTotal, threads = HeadTiles::kWarps * 32;
+    static int per_sm = 0;   /* one kernel and size per T: the occupancy is asked once */
+    if (per_sm == 0) {
+        if (smem > 48 * 1024)
+            SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        int n = 0;
+        SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, threads, smem));
+        per_sm = n < 1 ? 1 : n;
+    }
+    if (a.g.heads > 65535)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %d heads exceed the grid limit", a.g.heads);
+    long x = ((long)per_sm * sms + a.g.heads - 1) / a.g.heads;
+    if (x > a.nwin) x = a.nwin;
+    swin_launch(kern, dim3((unsigned)x, (unsigned)a.g.heads), threads, smem, st, a);
+    SWIN_LAUNCH_CHECK("attn_head_kernel", st);
+    return SWIN_OK;
+}
+
 /* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split. HD: padded width. */
 template <int HD, typename T>
 static swin_status launch_mma(void *out, const void *qkv, const float *bias_table, const float *scale,
@@ -164,6 +201,8 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     a.vb = access_bytes(g.hd, (int)sizeof(T));
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
+    if constexpr (HD == HeadTiles::kHd)
+        if (head_takes(g, v2)) return launch_head<T>(a, sms, st);
     int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
     const size_t pairs = (size_t)nwin * g.heads;
     /* streamed when K+V of the window are large, or when the resident layout does not fit the device */

@@ -213,6 +213,26 @@ __device__ __forceinline__ void tile_begin(WarpTile<HD> &t, const T *qs, int til
     for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
 }
 
+/* O += P V over 16 keys: P from the S accumulators of their two 8-key tiles (the accumulator
+ * layout is the A-fragment layout), rounded to T; v: the lane's ldmatrix address of V's first row
+ * of the 16 (row stride HD + Tiles::kPad) */
+template <int HD, typename T>
+__device__ __forceinline__ void pv_group(float (&o)[HD / 8][4], const float (&s0)[4], const float (&s1)[4],
+                                         const T *v) {
+    uint32_t pa[4];
+    pa[0] = pack2<T>(s0[0], s0[1]);
+    pa[1] = pack2<T>(s0[2], s0[3]);
+    pa[2] = pack2<T>(s1[0], s1[1]);
+    pa[3] = pack2<T>(s1[2], s1[3]);
+#pragma unroll
+    for (int np = 0; np < HD / 16; np++) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, v + np * 16);
+        mma16816<T>(o[2 * np], pa, b[0], b[1]);
+        mma16816<T>(o[2 * np + 1], pa, b[2], b[3]);
+    }
+}
+
 /* keys [k_begin, k_end) (multiples of 16); smem row 0 of ks/vs holds key k_lo. masked: the window
  * touches the shifted border, so token regions may differ (warp-uniform; else the mask is skipped).
  * qs: the tile's Q rows in smem (read here only when !q_in_regs(HD)). kbytes: stage_tables' koff * 4
@@ -302,24 +322,10 @@ __device__ __forceinline__ void tile_keys(WarpTile<HD> &t, const T *ks, const T 
             bmax[1] = fmaxf(bmax[1], fmaxf(s[n][2], s[n][3]));
         }
         online_softmax_step(t.m, t.l, t.o, s, bmax);
-        // O += P V  (P from the S registers: accumulator layout == A-fragment layout)
+        // O += P V
 #pragma unroll
-        for (int gp = 0; gp < KB / 16; gp++) {
-            if (gp < ng) {
-                uint32_t pa[4];
-                pa[0] = pack2<T>(s[2 * gp][0], s[2 * gp][1]);
-                pa[1] = pack2<T>(s[2 * gp][2], s[2 * gp][3]);
-                pa[2] = pack2<T>(s[2 * gp + 1][0], s[2 * gp + 1][1]);
-                pa[3] = pack2<T>(s[2 * gp + 1][2], s[2 * gp + 1][3]);
-#pragma unroll
-                for (int np = 0; np < HD / 16; np++) {
-                    uint32_t b[4];
-                    ldsm_x4_trans(b, vblk + gp * 16 * LD + np * 16);
-                    mma16816<T>(t.o[2 * np], pa, b[0], b[1]);
-                    mma16816<T>(t.o[2 * np + 1], pa, b[2], b[3]);
-                }
-            }
-        }
+        for (int gp = 0; gp < KB / 16; gp++)
+            if (gp < ng) pv_group<HD, T>(t.o, s[2 * gp], s[2 * gp + 1], vblk + gp * 16 * LD);
     }
 }
 
@@ -338,6 +344,14 @@ __device__ __forceinline__ void q8_chunk(unsigned char *q, const uint4 &v, int n
         for (int k = 0; k < 8; k++)
             if (k < n) q[k] = swin_e4m3(load_f(t, k) * inv);
     }
+}
+
+/* one 16-byte store (a plain uint4 assignment of val became four 4-byte stores: q8_chunk reads val
+ * through a pointer, so it lives in memory) */
+__device__ __forceinline__ void st_global16(void *dst, const uint4 &v) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(__cvta_generic_to_global(dst)), "r"(v.x),
+                 "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
 }
 
 /* normalise and write the tile's valid rows, channels < hd: registers -> smem (os) -> global stores
@@ -372,7 +386,7 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
                 q8_chunk<T>(a.q8.q + (dst - reinterpret_cast<T *>(a.out)), val, min(8, hd - c), a.q8.inv);
                 if (!a.q8.keep16) continue;
             }
-            if (vb == 16) *reinterpret_cast<uint4 *>(dst) = val;   // hd is a multiple of 8: whole chunks
+            if (vb == 16) st_global16(dst, val);   // hd is a multiple of 8: whole chunks
             else st_part(dst, val, min(8, hd - c) * (int)sizeof(T), vb);
         }
     }

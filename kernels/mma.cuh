@@ -1,6 +1,7 @@
 /* mma.cuh - PTX wrappers for the tensor-core kernels (sm_80+): cp.async, ldmatrix and
  * mma.sync m16n8k16 with fp32 accumulation, and 16-bit pair packing. Included by the attention
- * kernels (attention_common.cuh) and the GEMM kernel (gemm_mma.cu).
+ * kernels (attention_common.cuh) and the GEMM kernel (gemm_mma.cu); mma16816c takes the accumulator's
+ * input apart from its output.
  */
 #ifndef SWIN_MMA_CUH
 #define SWIN_MMA_CUH
@@ -56,6 +57,25 @@ template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], 
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* d[4] = a[4] * b + c[4], the accumulator's input c kept (attention_head.cuh: c is the bias) */
+template <typename T>
+__device__ __forceinline__ void mma16816c(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, const float c[4]);
+template <>
+__device__ __forceinline__ void mma16816c<__half>(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, const float c[4]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+template <>
+__device__ __forceinline__ void mma16816c<__nv_bfloat16>(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                                         const float c[4]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
 /* two floats -> packed pair (lo = a), and back */

@@ -1,0 +1,207 @@
+/* attention_head.cuh - fused window attention for windows of 49 to 64 tokens (7x7, 8x8), head_dim 32,
+ * fp16/bf16, V1), a head per CTA with its relative-position bias in registers; included by
+ * attention.cu, which takes it unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel runs).
+ *
+ * Why: attention_mma.cuh's kernel (one CTA per (window, head)) is issue-bound (ncu, H200, Swin-T
+ * fp16 batch 256, stage 1: 80% of the issue slots used, DRAM 31%): per score it spends an add, a
+ * shared load and an FMA on the bias lookup, and per CTA it stages the head's bias table and the
+ * window's token tables. Here a CTA keeps one head and walks windows (blockIdx.x, + gridDim.x,
+ * ...), so each warp looks its bias up once, for its 16 query rows and every key, and holds it in
+ * registers for all its windows:
+ *   bias' [row, key] = bias[rel(row, key)] / scale       (-inf for pad keys, key >= N)
+ * The scores are then one mma with bias' as the accumulator's initial value,
+ *   D = Q K^T + bias'          and   log2-domain score = D * scale * log2(e),
+ * so the bias costs no instruction per score, the pad keys none either, and with all keys of the
+ * window in one block the softmax is a single pass (max, then exp2(D sc - max sc), no rescaling).
+ * Windows on the shifted border add mask / scale where the regions of row and key differ (the
+ * regions staged per window in shared memory, only for those windows).
+ * Pipeline: the Q, K, V rows of the next window are copied (cp.async) into the other of two
+ * buffers while the current window computes; one CTA barrier a window.
+ * A warp owns query tile `warp` (rows 16 warp ..); the output goes through tile_end
+ * (attention_mma.cuh), with its E4M3 copy for an FP8 proj.
+ * Registers: 128 a thread (the bias 32, the scores 32, O 16; no spills), so 4 CTAs an SM.
+ * Measured (H100, 2026-11-27, one build, SWIN_ATTN_HEAD=0 / 1 in one run, `swin bench -n 30`,
+ * Swin-T, two runs each): attention ops at batch 256 (all blocks, the bench's column) 1.606 /
+ * 1.599 -> 1.380 / 1.387 ms (--breakdown: 1.685 -> 1.467); end to end fp16 batch 256 10.047 /
+ * 10.097 -> 9.895 / 9.911 ms, batch 64 2.768 / 2.748 -> 2.723 / 2.711, batch 1 and 8 within
+ * noise; bf16 batch 256 9.905 -> 9.762; fp8 batch 256 9.037 -> 8.651 ms (28,328 -> 29,591
+ * img/s), batch 64 2.605 -> 2.518. ncu, stage 1 at batch 256: 274 us, DRAM 67% of the H100's
+ * bandwidth, issue slots 47% busy, half the cycles without an eligible warp at 3.8 warps a
+ * scheduler: latency-bound at this occupancy (the old kernel on an H200: 407 us, issue slots 80%
+ * busy, DRAM 31%). Verify (fixtures, H100): fp16 5.3e-4, bf16 5.0e-3, as with the old kernel.
+ * Not yet: V2 (cosine attention: a per-key 1/|k| factor on every score, which bias' cannot hold),
+ * other head_dims and windows (the (window, head) kernel runs them).
+ * Test: tests/test_gpu_attention.c (the default; test_gpu_attention_head0 runs the other kernel).
+ */
+#ifndef SWIN_ATTENTION_HEAD_CUH
+#define SWIN_ATTENTION_HEAD_CUH
+
+#include "attention_mma.cuh"
+
+namespace swin_attn {
+
+struct HeadTiles {
+    static constexpr int kHd = 32;       // head_dim (and tile width) of the kernel
+    static constexpr int kMaxN = 64;     // padded window tokens (npad) the kernel is built for: windows
+                                         // of 49 to 64 tokens (7x7, 8x8), 4 query tiles, 8 key tiles
+    static constexpr int kWarps = 4;     // a warp per query tile
+    static constexpr int kMinCtas = 4;   // CTAs per SM the registers are limited to reach
+};
+
+/* shared memory, byte offsets: two buffers of {Q, K, V rows, key regions}, then a warp's O tile */
+struct HeadSmem {
+    static constexpr int LD = HeadTiles::kHd + Tiles::kPad;
+    static constexpr int kMat = HeadTiles::kMaxN * LD * 2;                 // one matrix of a window
+    static constexpr int kBuf = 3 * kMat + HeadTiles::kMaxN * 4;           // Q, K, V, regions
+    static constexpr int kStage = 2 * kBuf;
+    static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * LD * 2;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
+attn_head_kernel(MmaArgs a) {
+    swin_pdl_begin();
+    constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
+    constexpr int nthr = HeadTiles::kWarps * 32;
+    constexpr int CPR = HD / 8, CPT = HeadTiles::kMaxN * CPR / nthr;   // 16-byte chunks: a row's, a thread's
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Geom &g = a.g;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
+    const int h = blockIdx.y;
+    const size_t ldg = (size_t)3 * g.C;
+    const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
+    const float mask = kMask * inv_scale;
+    T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
+
+    /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
+     * accumulator layout */
+    const int row0 = warp * Tiles::kRows + (lane >> 2);
+    float bias[NT][4];
+    {
+        const int qb0 = info_qbase(g, token_info(g, 0, 0, row0));
+        const int qb1 = info_qbase(g, token_info(g, 0, 0, row0 + 8));
+        const float *tb = a.bias_table + h;
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int key = n * 8 + 2 * q4 + e;
+                const int ko = info_koff(token_info(g, 0, 0, key));
+                const bool in = key < g.N;
+                bias[n][e] = in ? __ldg(tb + (size_t)(qb0 - ko) * g.heads) * inv_scale : -INFINITY;
+                bias[n][2 + e] = in ? __ldg(tb + (size_t)(qb1 - ko) * g.heads) * inv_scale : -INFINITY;
+            }
+    }
+
+    /* copy window w's Q, K, V rows of head h into buffer b (one cp.async group); its key regions
+     * when it is on the shifted border */
+    auto issue = [&](int w, int b) {
+        unsigned char *buf = smem + b * HeadSmem::kBuf;
+        const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * HD;
+#pragma unroll
+        for (int j = 0; j < CPT; j++) {   /* rows past N are zero-filled */
+            const int i = tid + j * nthr, r = i / CPR, c = (i % CPR) * 8, so = (r * LD + c) * 2;
+            const bool ok = r < g.N;
+            const T *src = q + (size_t)(ok ? r : 0) * ldg + c;
+            cp_async16(buf + so, src, ok);
+            cp_async16(buf + HeadSmem::kMat + so, src + g.C, ok);
+            cp_async16(buf + 2 * HeadSmem::kMat + so, src + 2 * g.C, ok);
+        }
+        cp_async_commit();
+        int wy, wx;
+        window_pos(g, w, &wy, &wx);
+        if (window_masked(g, wy, wx)) {
+            int *reg = reinterpret_cast<int *>(buf + 3 * HeadSmem::kMat);
+            for (int t = tid; t < HeadTiles::kMaxN; t += nthr) reg[t] = info_region(token_info(g, wy, wx, t));
+        }
+    };
+
+    int w = blockIdx.x, b = 0;
+    if (w < a.nwin) issue(w, 0);
+    for (; w < a.nwin; w += gridDim.x, b ^= 1) {
+        const int wn = w + gridDim.x;
+        if (wn < a.nwin) issue(wn, b ^ 1);
+        else cp_async_commit();   // an empty group: "all but the newest" is then this window's
+        cp_async_wait_one();
+        __syncthreads();
+        const unsigned char *buf = smem + b * HeadSmem::kBuf;
+        const T *qs = reinterpret_cast<const T *>(buf), *ks = reinterpret_cast<const T *>(buf + HeadSmem::kMat);
+        const T *vs = reinterpret_cast<const T *>(buf + 2 * HeadSmem::kMat);
+        if (warp < a.tiles) {
+            const int mi = lane >> 3;
+            int wy, wx;
+            window_pos(g, w, &wy, &wx);
+            uint32_t qf[HD / 16][4];
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; kk++)
+                ldsm_x4(qf[kk], qs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LD + kk * 16 +
+                                    (mi >> 1) * 8);
+            /* S = Q K^T + c, c: bias' (or bias' + mask / scale on the shifted border) */
+            float s[NT][4];
+            const T *kl = ks + ((lane & 7) + (mi >> 1) * 8) * LD + (mi & 1) * 8;
+            auto scores = [&](const float(&c)[NT][4]) {
+#pragma unroll
+                for (int gp = 0; gp < NT / 2; gp++) {   /* keys 16 gp .., head_dim 0..15 then 16..31 */
+                    uint32_t k0[4], k1[4];
+                    ldsm_x4(k0, kl + gp * 16 * LD);
+                    ldsm_x4(k1, kl + gp * 16 * LD + 16);
+                    mma16816c<T>(s[2 * gp], qf[0], k0[0], k0[1], c[2 * gp]);
+                    mma16816c<T>(s[2 * gp + 1], qf[0], k0[2], k0[3], c[2 * gp + 1]);
+                    mma16816<T>(s[2 * gp], qf[1], k1[0], k1[1]);
+                    mma16816<T>(s[2 * gp + 1], qf[1], k1[2], k1[3]);
+                }
+            };
+            if (window_masked(g, wy, wx)) {
+                const int *reg = reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat);
+                const int rr0 = reg[row0], rr1 = reg[row0 + 8];
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    const int2 kr = *reinterpret_cast<const int2 *>(reg + n * 8 + 2 * q4);
+                    s[n][0] = bias[n][0] + (kr.x != rr0 ? mask : 0.f);
+                    s[n][1] = bias[n][1] + (kr.y != rr0 ? mask : 0.f);
+                    s[n][2] = bias[n][2] + (kr.x != rr1 ? mask : 0.f);
+                    s[n][3] = bias[n][3] + (kr.y != rr1 ? mask : 0.f);
+                }
+                scores(s);
+            } else {
+                scores(bias);
+            }
+            /* one-pass softmax over the window's keys (log2 domain: D * sc) */
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+                mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+            }
+            WarpTile<HD> t;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                const float nb = -mx[r] * sc;   /* key 0 is always in the window: mx is finite */
+                float l = 0.f;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    const float p0 = fast_exp2(fmaf(s[n][2 * r], sc, nb));
+                    const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], sc, nb));
+                    s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
+                    l += p0 + p1;
+                }
+                t.l[r] = l;
+            }
+            /* O = P V */
+#pragma unroll
+            for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
+            const T *vl = vs + ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;
+#pragma unroll
+            for (int gp = 0; gp < NT / 2; gp++) pv_group<HD, T>(t.o, s[2 * gp], s[2 * gp + 1], vl + gp * 16 * LD);
+            T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
+            tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
+        }
+        __syncthreads();   // every warp is done with buffer b before the next iteration refills it
+    }
+}
+
+} // namespace swin_attn
+
+#endif
