@@ -4,8 +4,9 @@
  *
  * Variants (swin_attn_impl), all tested by tests/test_gpu_attention.c:
  *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
- *                           cores (attention_mma.cuh; V1 windows of 49 to 64 tokens with head_dim
- *                           32, Swin-T/S/B's, on attention_head.cuh's kernel unless SWIN_ATTN_HEAD=0),
+ *                           cores (attention_mma.cuh; windows of 49 to 64 tokens with head_dim 32,
+ *                           Swin-T/S/B's and SwinV2-T/S/B's, on attention_head.cuh's kernel unless
+ *                           SWIN_ATTN_HEAD=0),
  *                           fp32 data on the CUDA cores in true fp32 (attention_simt.cuh);
  *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernels
  *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),
@@ -161,18 +162,19 @@ static bool head_on() {
     return on;
 }
 
-/* attn_head_kernel's geometry: V1, head_dim 32 (its tile width, rows 16-byte aligned), 49 to 64 tokens */
-static bool head_takes(const Geom &g, int v2) {
-    return head_on() && !v2 && g.hd == HeadTiles::kHd && g.npad == HeadTiles::kMaxN;
+/* attn_head_kernel's geometry: head_dim 32 (its tile width, rows 16-byte aligned), 49 to 64 tokens */
+static bool head_takes(const Geom &g) {
+    return head_on() && g.hd == HeadTiles::kHd && g.npad == HeadTiles::kMaxN;
 }
 
 /* attn_head_kernel: a grid of (CTAs per head) x heads, as many CTAs as fit on the device at once,
  * at most one per window and head; each walks its head's windows */
 template <typename T>
 static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
-    auto kern = attn_head_kernel<T>;
+    auto kern = a.v2 ? attn_head_kernel<T, true> : attn_head_kernel<T, false>;
     const int smem = HeadSmem::kTotal, threads = HeadTiles::kWarps * 32;
-    static int per_sm = 0;   /* one kernel and size per T: the occupancy is asked once */
+    static int per_sm_v[2] = {0, 0};   /* one kernel and size per T and version: asked once */
+    int &per_sm = per_sm_v[a.v2 ? 1 : 0];
     if (per_sm == 0) {
         if (smem > 48 * 1024)
             SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -202,7 +204,7 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
     if constexpr (HD == HeadTiles::kHd)
-        if (head_takes(g, v2)) return launch_head<T>(a, sms, st);
+        if (head_takes(g)) return launch_head<T>(a, sms, st);
     int nwarps = a.tiles <= Tiles::kWarpsSmall ? Tiles::kWarpsSmall : Tiles::kWarpsLarge;
     const size_t pairs = (size_t)nwin * g.heads;
     /* streamed when K+V of the window are large, or when the resident layout does not fit the device */

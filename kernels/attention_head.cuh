@@ -1,6 +1,6 @@
-/* attention_head.cuh - fused window attention for windows of 49 to 64 tokens (7x7, 8x8), head_dim 32,
- * fp16/bf16, V1), a head per CTA with its relative-position bias in registers; included by
- * attention.cu, which takes it unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel runs).
+/* attention_head.cuh - fused window attention for windows of 49 to 64 tokens (7x7, 8x8) with head_dim
+ * 32, fp16/bf16, V1 and V2: a head per CTA with its relative-position bias in registers; included
+ * by attention.cu, which takes it unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel runs).
  *
  * Why: attention_mma.cuh's kernel (one CTA per (window, head)) is issue-bound (ncu, H200, Swin-T
  * fp16 batch 256, stage 1: 80% of the issue slots used, DRAM 31%): per score it spends an add, a
@@ -15,6 +15,10 @@
  * window in one block the softmax is a single pass (max, then exp2(D sc - max sc), no rescaling).
  * Windows on the shifted border add mask / scale where the regions of row and key differ (the
  * regions staged per window in shared memory, only for those windows).
+ * V2 (cosine attention, V2 template flag): the MMA starts from zero and each score is then
+ * (q.k) / (|q| |k|) scale log2(e) + bias log2(e) (+ mask log2(e)), as attention_mma.cuh computes
+ * it: 1/|k| of the window's keys in shared memory (a second barrier a window), 1/|q| of the lane's
+ * two rows from its tile's Q rows.
  * Pipeline: the Q, K, V rows of the next window are copied (cp.async) into the other of two
  * buffers while the current window computes; one CTA barrier a window.
  * A warp owns query tile `warp` (rows 16 warp ..); the output goes through tile_end
@@ -29,8 +33,7 @@
  * bandwidth, issue slots 47% busy, half the cycles without an eligible warp at 3.8 warps a
  * scheduler: latency-bound at this occupancy (the old kernel on an H200: 407 us, issue slots 80%
  * busy, DRAM 31%). Verify (fixtures, H100): fp16 5.3e-4, bf16 5.0e-3, as with the old kernel.
- * Not yet: V2 (cosine attention: a per-key 1/|k| factor on every score, which bias' cannot hold),
- * other head_dims and windows (the (window, head) kernel runs them).
+ * Not yet: other head_dims and windows (the (window, head) kernel runs them).
  * Test: tests/test_gpu_attention.c (the default; test_gpu_attention_head0 runs the other kernel).
  */
 #ifndef SWIN_ATTENTION_HEAD_CUH
@@ -48,16 +51,18 @@ struct HeadTiles {
     static constexpr int kMinCtas = 4;   // CTAs per SM the registers are limited to reach
 };
 
-/* shared memory, byte offsets: two buffers of {Q, K, V rows, key regions}, then a warp's O tile */
+/* shared memory, byte offsets: two buffers of {Q, K, V rows, key regions}, then V2's 1/|k| of the
+ * current window's keys, then a warp's O tile */
 struct HeadSmem {
     static constexpr int LD = HeadTiles::kHd + Tiles::kPad;
     static constexpr int kMat = HeadTiles::kMaxN * LD * 2;                 // one matrix of a window
     static constexpr int kBuf = 3 * kMat + HeadTiles::kMaxN * 4;           // Q, K, V, regions
-    static constexpr int kStage = 2 * kBuf;
+    static constexpr int kRk = 2 * kBuf;
+    static constexpr int kStage = kRk + HeadTiles::kMaxN * 4;
     static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * LD * 2;
 };
 
-template <typename T>
+template <typename T, bool V2>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
     swin_pdl_begin();
@@ -70,7 +75,9 @@ attn_head_kernel(MmaArgs a) {
     const int h = blockIdx.y;
     const size_t ldg = (size_t)3 * g.C;
     const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
-    const float mask = kMask * inv_scale;
+    /* V1: bias' = bias / scale, the mask likewise (both go into the MMA's accumulator); V2: both in
+     * the log2 domain, added after the cosine scores are scaled */
+    const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;
     T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
 
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
@@ -88,8 +95,8 @@ attn_head_kernel(MmaArgs a) {
                 const int key = n * 8 + 2 * q4 + e;
                 const int ko = info_koff(token_info(g, 0, 0, key));
                 const bool in = key < g.N;
-                bias[n][e] = in ? __ldg(tb + (size_t)(qb0 - ko) * g.heads) * inv_scale : -INFINITY;
-                bias[n][2 + e] = in ? __ldg(tb + (size_t)(qb1 - ko) * g.heads) * inv_scale : -INFINITY;
+                bias[n][e] = in ? __ldg(tb + (size_t)(qb0 - ko) * g.heads) * bmul : -INFINITY;
+                bias[n][2 + e] = in ? __ldg(tb + (size_t)(qb1 - ko) * g.heads) * bmul : -INFINITY;
             }
     }
 
@@ -127,6 +134,11 @@ attn_head_kernel(MmaArgs a) {
         const unsigned char *buf = smem + b * HeadSmem::kBuf;
         const T *qs = reinterpret_cast<const T *>(buf), *ks = reinterpret_cast<const T *>(buf + HeadSmem::kMat);
         const T *vs = reinterpret_cast<const T *>(buf + 2 * HeadSmem::kMat);
+        if constexpr (V2) {   /* 1 / |k| of the window's keys (pad keys: zero rows, never used) */
+            if (tid < HeadTiles::kMaxN)
+                reinterpret_cast<float *>(smem + HeadSmem::kRk)[tid] = inv_norm_row<HD, T>(ks + tid * LD);
+            __syncthreads();
+        }
         if (warp < a.tiles) {
             const int mi = lane >> 3;
             int wy, wx;
@@ -136,7 +148,8 @@ attn_head_kernel(MmaArgs a) {
             for (int kk = 0; kk < HD / 16; kk++)
                 ldsm_x4(qf[kk], qs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LD + kk * 16 +
                                     (mi >> 1) * 8);
-            /* S = Q K^T + c, c: bias' (or bias' + mask / scale on the shifted border) */
+            /* V1: S = Q K^T + c, c: bias' (or bias' + mask / scale on the shifted border), in the
+             * log2 domain S sc; V2: S = Q K^T, then S / (|q| |k|) scale log2(e) + bias (+ mask) */
             float s[NT][4];
             const T *kl = ks + ((lane & 7) + (mi >> 1) * 8) * LD + (mi & 1) * 8;
             auto scores = [&](const float(&c)[NT][4]) {
@@ -151,22 +164,48 @@ attn_head_kernel(MmaArgs a) {
                     mma16816<T>(s[2 * gp + 1], qf[1], k1[2], k1[3]);
                 }
             };
-            if (window_masked(g, wy, wx)) {
-                const int *reg = reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat);
+            const bool masked = window_masked(g, wy, wx);
+            const int *reg = reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat);
+            /* the mask of (row, key) pairs in different regions: + mask to the scores in c */
+            auto add_mask = [&](float(&c)[NT][4], const float(&from)[NT][4]) {
                 const int rr0 = reg[row0], rr1 = reg[row0 + 8];
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     const int2 kr = *reinterpret_cast<const int2 *>(reg + n * 8 + 2 * q4);
-                    s[n][0] = bias[n][0] + (kr.x != rr0 ? mask : 0.f);
-                    s[n][1] = bias[n][1] + (kr.y != rr0 ? mask : 0.f);
-                    s[n][2] = bias[n][2] + (kr.x != rr1 ? mask : 0.f);
-                    s[n][3] = bias[n][3] + (kr.y != rr1 ? mask : 0.f);
+                    c[n][0] = from[n][0] + (kr.x != rr0 ? mask : 0.f);
+                    c[n][1] = from[n][1] + (kr.y != rr0 ? mask : 0.f);
+                    c[n][2] = from[n][2] + (kr.x != rr1 ? mask : 0.f);
+                    c[n][3] = from[n][3] + (kr.y != rr1 ? mask : 0.f);
                 }
-                scores(s);
+            };
+            float ssc = sc;   /* the softmax's factor from s to the log2 domain */
+            if constexpr (!V2) {
+                if (masked) {
+                    add_mask(s, bias);
+                    scores(s);
+                } else {
+                    scores(bias);
+                }
             } else {
-                scores(bias);
+                const float rq = inv_norm_row<HD, T>(qs + (warp * Tiles::kRows + (lane & 15)) * LD);
+                const float sc0 = sc * __shfl_sync(0xffffffffu, rq, lane >> 2);
+                const float sc1 = sc * __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
+                const float *rk = reinterpret_cast<const float *>(smem + HeadSmem::kRk);
+#pragma unroll
+                for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+                scores(s);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    const float2 r = *reinterpret_cast<const float2 *>(rk + n * 8 + 2 * q4);
+                    s[n][0] = fmaf(s[n][0] * r.x, sc0, bias[n][0]);
+                    s[n][1] = fmaf(s[n][1] * r.y, sc0, bias[n][1]);
+                    s[n][2] = fmaf(s[n][2] * r.x, sc1, bias[n][2]);
+                    s[n][3] = fmaf(s[n][3] * r.y, sc1, bias[n][3]);
+                }
+                if (masked) add_mask(s, s);
+                ssc = 1.0f;
             }
-            /* one-pass softmax over the window's keys (log2 domain: D * sc) */
+            /* one-pass softmax over the window's keys (log2 domain: s ssc) */
             float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int n = 0; n < NT; n++) {
@@ -178,12 +217,12 @@ attn_head_kernel(MmaArgs a) {
             for (int r = 0; r < 2; r++) {
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                const float nb = -mx[r] * sc;   /* key 0 is always in the window: mx is finite */
+                const float nb = -mx[r] * ssc;   /* key 0 is always in the window: mx is finite */
                 float l = 0.f;
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
-                    const float p0 = fast_exp2(fmaf(s[n][2 * r], sc, nb));
-                    const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], sc, nb));
+                    const float p0 = fast_exp2(fmaf(s[n][2 * r], ssc, nb));
+                    const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], ssc, nb));
                     s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
                     l += p0 + p1;
                 }

@@ -91,13 +91,13 @@ static const int extra[][2] = {{1, 7},  {2, 12},  {3, 7},    {6, 12},   {10, 7},
                                {6, 24}, {17, 24}, {255, 16}, {161, 24}, {129, 24}, {45, 16}};
 /* many (window, head) pairs (>= 2 per SM on a 132-SM GPU): a CTA per pair, each warp walks
  * several query tiles (Q prefetched, or reloaded after the tile when Q is read from smem); and
- * more windows than attn_head_kernel (V1, head_dim 32, 49 to 64 tokens) has CTAs for a head, so
+ * more windows than attn_head_kernel (head_dim 32, 49 to 64 tokens) has CTAs for a head, so
  * that its CTAs walk several windows through both of their buffers */
 static const att_case many[] = {
     {12, 24, 6, 2, 2, 136, 40, 1},   /* Q fragments re-read from smem (width 160), shifted V2; quick */
     {12, 24, 0, 1, 2, 20, 40, 0},    /* 8-byte rows in f16, Q in registers */
     {7, 56, 3, 1, 3, 32, 8, 1},      /* Swin-T stage 1 at batch 8, shifted: 512 windows; quick */
-    {8, 64, 0, 1, 4, 32, 4, 0},      /* 8x8 windows, 256 of them, 4 heads */
+    {8, 64, 4, 2, 4, 32, 4, 0},      /* SwinV2-T-like 8x8 windows, shifted, 256 of them, 4 heads */
 };
 /* quick-mode members of the sweep: {hd, W, version, shift} */
 static const int quick_sweep[][4] = {{12, 7, 2, 1}, {20, 12, 1, 1}, {256, 16, 1, 1}, {160, 24, 2, 0}};
