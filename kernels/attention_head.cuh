@@ -1,6 +1,7 @@
 /* attention_head.cuh - fused window attention for windows of 49 to 64 tokens (7x7, 8x8) with head_dim
  * 32, fp16/bf16, V1 and V2: a head per CTA with its relative-position bias in registers; included
- * by attention.cu, which takes it unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel runs).
+ * by attention.cu, which takes it for V1 unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel
+ * runs), and for V2 too with SWIN_ATTN_HEAD=2 (attention.cu, head_mode, says why not by default).
  *
  * Why: attention_mma.cuh's kernel (one CTA per (window, head)) is issue-bound (ncu, H200, Swin-T
  * fp16 batch 256, stage 1: 80% of the issue slots used, DRAM 31%): per score it spends an add, a
@@ -34,7 +35,15 @@
  * scheduler: latency-bound at this occupancy (the old kernel on an H200: 407 us, issue slots 80%
  * busy, DRAM 31%). Verify (fixtures, H100): fp16 5.3e-4, bf16 5.0e-3, as with the old kernel.
  * Not yet: other head_dims and windows (the (window, head) kernel runs them).
- * Test: tests/test_gpu_attention.c (the default; test_gpu_attention_head0 runs the other kernel).
+ * Measured with V2 (H200, 2026-11-27, SWIN_ATTN_HEAD=0 / 2 in one run, `swin bench -n 20`, two
+ * runs each): SwinV2-T fp16 batch 256 12.155 / 12.111 -> 11.837 / 11.805 ms, batch 64 3.266 /
+ * 3.243 -> 3.166 / 3.153 ms, bf16 batch 256 11.856 -> 11.526 ms; attention ops 1.878 / 1.897 ->
+ * 1.576 / 1.587 ms (--breakdown 2.014 -> 1.629). Swin-T in the same runs: fp16 batch 256 9.248 /
+ * 9.289 -> 8.908 / 8.862 ms (27,682 -> 28,887 img/s), batch 64 2.527 / 2.533 -> 2.434 / 2.421
+ * ms, batch 1 and 8 within noise; attention ops 1.629 / 1.608 -> 1.219 / 1.214 ms; fp8 batch
+ * 256 8.361 -> 7.912 ms (30,618 -> 32,355 img/s), batch 64 2.480 -> 2.384 ms.
+ * Test: tests/test_gpu_attention.c (V1 here; test_gpu_attention_head2 also V2,
+ * test_gpu_attention_head0 neither).
  */
 #ifndef SWIN_ATTENTION_HEAD_CUH
 #define SWIN_ATTENTION_HEAD_CUH
