@@ -32,7 +32,16 @@
  * 2,130 2,183 (own thread), 2,190 2,154 2,305 (priority), 2,138 2,199 2,415 (both); the JPEG
  * engines 1,931 to 2,213 ms in every setting: within the runs' spread, so neither was kept. The
  * same priority for the exact GPU decoder (--decoder gpu): gpu-decode 498 503 533 against 505
- * 520 535 ms. */
+ * 520 535 ms.
+ * Tried again on an H200 machine (2026-11-27, same files and command, three runs each, round
+ * robin, wall from swin's summary line of the last run): the one decoder on a thread of its own
+ * 3.20 s against 2.95 s as is (3,201 against 3,473 img/s); two decoders with a lock so that only
+ * one at a time is inside nvjpegDecodeBatched (the other parsing its next batch) 3.05 s, two
+ * without it 2.87 s, three with it 3.36 s; nvjpeg_ceiling on that machine 1.83 s (5,600 img/s).
+ * The engines' own time grew wherever decoding ran beside the calling thread's work: 1,982 to
+ * 2,297 ms as is, 2,287 to 2,602 on its own thread, 2,585 to 2,806 summed over the locked
+ * decoders (each waiting 2,342 to 5,247 ms for the lock). So the calls into nvJPEG slow down
+ * when another thread drives the GPU at the same time, and none of these was kept. */
 /* SWIN_DECODER_GPU, measured on an H100 machine (16 cores; 10,240 photos, Swin-T fp16, batch
  * 256): all JPEGs to the GPU with 1, 2, 4 decoders: 7,670, 8,834, 7,834 img/s; 70% and 50% of
  * them with 2 decoders: 8,049 and 6,764 img/s (libjpeg alone: 5,034) */
