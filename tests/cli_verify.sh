@@ -7,7 +7,8 @@
 #   - perturbed logits (ref_timm_v1_w12/perturbed_rel, no stage outputs): FAIL, exit 1, rel ~2e-3,
 #     "stages      none in the reference"; PASS at 5e-3;
 #   (tests/cli_verify_stages.sh: perturbed weights, the first divergent stage named)
-#   - swapped top-1 (perturbed_top1): FAIL at --tolerance 0.9 (top-1 1/2);
+#   - swapped top-1 (perturbed_top1): FAIL at --tolerance 0.9 (top-1 1/2), the sample named with the
+#     reference's margin between the two classes (and in --json's top1_mismatches);
 #   - missing / truncated / mismatched reference, missing model, bad flags: exit 2 with the path;
 #   - --img-size: three stored models at other (non-square, padded) sizes PASS; sizes that would
 #     need resampled tensors (a V1 window change, absolute position embeddings) exit 2.
@@ -53,7 +54,7 @@ done
 # ---- --json
 d=$data/ref_timm_v1_w7
 run --model "$d" --reference "$d/reference.safetensors" --json
-if [ $rc -eq 0 ] && grep -q '"pass": true' "$tmp/out" && grep -q '"top1_agree": 2' "$tmp/out" &&
+if [ $rc -eq 0 ] && grep -q '"pass": true' "$tmp/out" && grep -q '"top1_agree": 2, "top1_mismatches": \[\]' "$tmp/out" &&
    grep -q '"stages": \[{"stage": 0, "shape": \[2, 14, 14, 48\], .*"pass": true}, {"stage": 1, ' "$tmp/out" &&
    grep -q '"first_divergent_stage": null' "$tmp/out" &&
    [ "$(wc -l <"$tmp/out")" -eq 1 ]; then ok "--json: one object, pass true, 2 stages"; else bad "--json (exit $rc)"; fi
@@ -72,10 +73,17 @@ run --model "$d" --reference "$d/perturbed_rel.safetensors" --tolerance 5e-3
 if [ $rc -eq 0 ] && [[ $(last) == PASS\ rel\ *\ \<=\ 5e-03,\ top-1\ 2/2 ]]; then ok "perturbed logits at 5e-3: $(last)"
 else bad "perturbed logits should PASS at --tolerance 5e-3 (exit $rc)"; fi
 run --model "$d" --reference "$d/perturbed_top1.safetensors" --tolerance 0.9
-if [ $rc -eq 1 ] && [[ $(last) == FAIL\ rel\ *\ \<=\ 9e-01,\ top-1\ 1/2 ]] && grep -q '^  sample 1: top-1 ' "$tmp/out"; then
-  ok "swapped top-1: $(last)"
+if [ $rc -eq 1 ] && [[ $(last) == FAIL\ rel\ *\ \<=\ 9e-01,\ top-1\ 1/2 ]] &&
+   grep -qE "^  sample 1: top-1 [0-9]+, reference [0-9]+ \(the reference's logit of [0-9]+ is [0-9.e+-]+ above that of [0-9]+" "$tmp/out"; then
+  ok "swapped top-1: $(last); $(grep '^  sample 1' "$tmp/out")"
 else
-  bad "swapped top-1 should FAIL on top-1 alone (exit $rc)"
+  bad "swapped top-1 should FAIL on top-1 alone, naming the sample and the reference's margin (exit $rc)"
+fi
+run --model "$d" --reference "$d/perturbed_top1.safetensors" --tolerance 0.9 --json
+if [ $rc -eq 1 ] && grep -qE '"top1_agree": 1, "top1_mismatches": \[\{"sample": 1, "top1": [0-9]+, "reference_top1": [0-9]+, "reference_margin": [0-9.e+-]+\}\]' "$tmp/out"; then
+  ok "swapped top-1, --json: the mismatch listed"
+else
+  bad "swapped top-1 --json should list sample 1 in top1_mismatches (exit $rc)"
 fi
 
 # ---- bad input: exit 2, one line naming the file

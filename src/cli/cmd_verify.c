@@ -278,6 +278,15 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
                "\"max_abs_ref\": %.6g, \"rel_error\": %.6g, \"tolerance\": %.6g, \"top1_agree\": %d",
                dev, prec, r->batch, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
                (double)a->tolerance, s->top1_ok);
+        printf(", \"top1_mismatches\": [");
+        for (int b = 0, n = 0; b < r->batch; b++) {
+            const float *ref = r->logits + (size_t)b * r->classes;
+            int got = argmax(out + (size_t)b * r->classes, r->classes), want = argmax(ref, r->classes);
+            if (got == want) continue;
+            printf("%s{\"sample\": %d, \"top1\": %d, \"reference_top1\": %d, \"reference_margin\": %.6g}",
+                   n++ ? ", " : "", b, got, want, (double)ref[want] - ref[got]);
+        }
+        printf("]");
         report_stages(a, r, stg, first);
         printf(", \"pass\": %s}\n", pass ? "true" : "false");
         return;
@@ -296,9 +305,13 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
     printf("relative error  %.3e  (max|d| / max|ref|)\n", s->rel);
     printf("top-1 agreement %d/%d\n", s->top1_ok, r->batch);
     for (int b = 0; b < r->batch && s->top1_ok < r->batch; b++) {
-        int got = argmax(out + (size_t)b * r->classes, r->classes);
-        int want = argmax(r->logits + (size_t)b * r->classes, r->classes);
-        if (got != want) printf("  sample %d: top-1 %d, reference %d\n", b, got, want);
+        const float *ref = r->logits + (size_t)b * r->classes;
+        int got = argmax(out + (size_t)b * r->classes, r->classes), want = argmax(ref, r->classes);
+        if (got == want) continue;
+        double margin = (double)ref[want] - ref[got];
+        printf("  sample %d: top-1 %d, reference %d (the reference's logit of %d is %.3e above that of %d%s)\n", b,
+               got, want, want, margin, got,
+               margin <= 2 * s->max_abs ? ", within twice the max abs error: a near-tie" : "");
     }
     char tol[32];
     tol_str(a->tolerance, tol, sizeof tol);
