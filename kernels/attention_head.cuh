@@ -21,7 +21,8 @@
  * it: 1/|k| of the window's keys in shared memory (a second barrier a window), 1/|q| of the lane's
  * two rows from its tile's Q rows.
  * Pipeline: the Q, K, V rows of the next window are copied (cp.async) into the other of two
- * buffers while the current window computes; one CTA barrier a window.
+ * buffers while the current window computes; two CTA barriers a window (its rows have arrived;
+ * every warp is done with the buffer before it is refilled).
  * A warp owns query tile `warp` (rows 16 warp ..); the output goes through tile_end
  * (attention_mma.cuh), with its E4M3 copy for an FP8 proj.
  * Registers: 128 a thread (the bias 32, the scores 32, O 16; no spills), so 4 CTAs an SM.
@@ -33,7 +34,9 @@
  * img/s), batch 64 2.605 -> 2.518. ncu, stage 1 at batch 256: 274 us, DRAM 67% of the H100's
  * bandwidth, issue slots 47% busy, half the cycles without an eligible warp at 3.8 warps a
  * scheduler: latency-bound at this occupancy (the old kernel on an H200: 407 us, issue slots 80%
- * busy, DRAM 31%). Verify (fixtures, H100): fp16 5.3e-4, bf16 5.0e-3, as with the old kernel.
+ * busy, DRAM 31%). Verify (fixtures, H100): fp16 5.3e-4, bf16 5.0e-3, as with the old kernel;
+ * tools/gpu_check.sh's random full-size Swin-T against timm (H200): fp16 8.8e-4 (old kernel
+ * 8.0e-4), bf16 7.7e-3 (7.7e-3), top-1 4/4.
  * Not yet: other head_dims and windows (the (window, head) kernel runs them).
  * Measured with V2 (H200, 2026-11-27, SWIN_ATTN_HEAD=0 / 2 in one run, `swin bench -n 20`, two
  * runs each): SwinV2-T fp16 batch 256 12.155 / 12.111 -> 11.837 / 11.805 ms, batch 64 3.266 /
