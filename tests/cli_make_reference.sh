@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_make_reference.sh - tools/make_reference.py makes references that `swin verify` passes:
 #   - timm fixture (ref_timm_v1_w7), random input --batch 3 --seed 7: verify PASS, top-1 3/3,
-#     one PASS line per stage; the same seed again gives the same tensors;
+#     one PASS line per stage; the same seed again gives the same tensors; --pick 6 --batch 2
+#     keeps the 2 of the 6 draws with the largest top-1 margins (the draws themselves, in order);
 #   - transformers fixture (ref_hf_v2_w8), two PNG images: verify PASS, 3 stages, batch 2, and
 #     the input equals `swin preprocess` of the same images (the model's own preprocessing);
 #   - no config.json: exit 2 naming the directory; no -o: exit 2.
@@ -58,6 +59,33 @@ sys.exit(0 if a.keys() == b.keys() and all(a[k].shape == b[k].shape and bool((a[
 mk "$d" -o "$tmp/timm2.safetensors" --batch 3 --seed 7
 if [ $rc -eq 0 ] && same_tensors "$tmp/timm.safetensors" "$tmp/timm2.safetensors"; then ok "timm, same seed: same tensors"
 else bad "make_reference.py with the same seed should write the same tensors (exit $rc)"; fi
+
+# ---- --pick: the --batch of N draws with the largest top-1 margins, in draw order
+mk "$d" -o "$tmp/all.safetensors" --batch 6 --seed 7
+mk "$d" -o "$tmp/pick.safetensors" --batch 2 --pick 6 --seed 7
+if [ $rc -eq 0 ] && grep -qE 'random normal, seed 7, the 2 of 6 draws with the largest top-1 margins: \[[0-5], [0-5]\]' "$tmp/out"; then
+  picked=$(sed -nE 's/.*top-1 margins: \[([0-5]), ([0-5])\].*/\1 \2/p' "$tmp/out")
+  verify --model "$d" --reference "$tmp/pick.safetensors"
+  if [ $rc -eq 0 ] && [[ $(last) =~ ^PASS\ .*top-1\ 2/2$ ]] && "$py" -c '
+import sys, safetensors.torch as st
+a, p = st.load_file(sys.argv[1]), st.load_file(sys.argv[2])
+i = [int(v) for v in sys.argv[3:5]]
+L = a["logits"].double()
+t = L.topk(2, dim=1)
+m = (t.values[:, 0] - t.values[:, 1]) / L.abs().amax(dim=1)
+rest = [k for k in range(6) if k not in i]
+sys.exit(0 if i[0] < i[1] and bool((p["input"] == a["input"][i]).all()) and min(m[i]) >= max(m[rest]) else 1)' \
+     "$tmp/all.safetensors" "$tmp/pick.safetensors" $picked; then
+    ok "--pick 6: draws $picked (the largest margins of the 6), $(last)"
+  else
+    bad "--pick should keep the draws with the largest margins, verify PASS (exit $rc)"
+  fi
+else
+  bad "make_reference.py --pick (exit $rc)"
+fi
+mk "$d" a.png -o "$tmp/x.safetensors" --pick 4
+if [ $rc -eq 2 ] && grep -q -- '--pick 4: for random input only' "$tmp/err"; then ok "--pick with images: exit 2"
+else bad "--pick with images should exit 2 (exit $rc)"; fi
 
 # ---- transformers layout, images
 d=$data/ref_hf_v2_w8

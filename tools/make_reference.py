@@ -17,7 +17,10 @@ MODEL_DIR holds config.json + model.safetensors in one of the two hub layouts:
 Input: IMAGES through the model's own preprocessing (timm: resolve_data_config + create_transform;
 transformers: the directory's AutoImageProcessor, PIL backend, or ViTImageProcessor defaults at
 the model's size when it has no preprocessor_config.json); without images, random normal
-[--batch, 3, S, S] from --seed. The model runs on the CPU in float64 from the stored weights.
+[--batch, 3, S, S] from --seed; with --pick N, the --batch of N such draws whose top-1 leads its
+runner-up by the most (of max|logit|), so that a top-1 check at reduced precision is not decided
+by near-ties (random weights give many). The model runs on the CPU in float64 from the stored
+weights.
 The file holds (tools/swin_ref.py records the stages; src/cli/cmd_verify.c reads them):
   input   F32 [B,3,S,S]    logits  F32 [B,classes]    stageK  F32 [B,H,W,C] for every stage
   __metadata__: generator, model directory, layout, input, library versions
@@ -157,6 +160,21 @@ def read_images(paths, transform):
     return transform()(imgs)
 
 
+def pick_margins(model, forward, x, batch):
+    """The `batch` rows of x (in their order) whose float64 logits have the largest top-1 margins
+    (top-1 minus runner-up, over max|logit|), and their indices."""
+    model.eval()
+    model.double()
+    with torch.no_grad():
+        logits = torch.cat([forward(x[i:i + 4].double()) for i in range(0, x.shape[0], 4)])
+    if logits.shape[1] < 2:
+        return x[:batch], list(range(batch))
+    top = logits.topk(2, dim=1)
+    margin = (top.values[:, 0] - top.values[:, 1]) / logits.abs().amax(dim=1)
+    picked = sorted(int(i) for i in margin.topk(batch).indices)
+    return x[picked], picked
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -166,9 +184,13 @@ def main():
     ap.add_argument("-o", "--out", required=True, help="the reference .safetensors to write")
     ap.add_argument("--batch", type=int, help="random inputs to draw (default 2; with IMAGES: their number)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    ap.add_argument("--pick", type=int, metavar="N",
+                    help="random input: draw N and keep the --batch with the largest top-1 margins")
     a = ap.parse_args()
     if a.batch is not None and (a.batch < 1 or (a.images and a.batch != len(a.images))):
         ap.error(f"--batch {a.batch}: expected >= 1{' and the number of IMAGES' if a.images else ''}")
+    if a.pick is not None and (a.images or a.pick < (a.batch or 2)):
+        ap.error(f"--pick {a.pick}: for random input only, and at least --batch ({a.batch or 2}) draws")
     torch.use_deterministic_algorithms(True)
     try:
         layout, (model, forward, S, transform) = load_model(a.model_dir)
@@ -177,8 +199,11 @@ def main():
             what = "images: " + ", ".join(os.path.basename(p) for p in a.images)
         else:
             gen = torch.Generator().manual_seed(a.seed)
-            x = torch.randn(a.batch or 2, 3, *S, generator=gen, dtype=torch.float32)
+            x = torch.randn(a.pick or a.batch or 2, 3, *S, generator=gen, dtype=torch.float32)
             what = f"random normal, seed {a.seed}"
+            if a.pick:
+                x, picked = pick_margins(model, forward, x, a.batch or 2)
+                what += f", the {len(picked)} of {a.pick} draws with the largest top-1 margins: {picked}"
     except Refusal as e:
         print(f"make_reference: {e}", file=sys.stderr)
         return 2
