@@ -163,8 +163,9 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
  * gives 8.6e-3 and 4/4). The same model and inputs made again (tools/random_model.py and
  * make_reference.py, seed 0, torch 2.15 on a CPU) have top-1 margins of 0.008, 0.003, 0.001 and
  * 0.014 of max|logit| (make_reference.py warns of the first three): well inside bf16's error, so
- * the flip looks like a near-tie that the old kernel got right by chance. Until gpu_check's
- * full-size inputs have margins that the top-1 check can rely on, V2 keeps the old kernel. */
+ * the flip looks like a near-tie that the old kernel got right by chance. gpu_check's full-size
+ * references now keep inputs with clear margins (make_reference.py --pick); V2 stays on the old
+ * kernel until a gpu_check run with SWIN_ATTN_HEAD=2 has passed. */
 static int head_mode() {
     static const int mode = [] {
         const char *v = getenv("SWIN_ATTN_HEAD");
