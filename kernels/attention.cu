@@ -167,10 +167,7 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
  * references now keep inputs with clear margins (make_reference.py --pick); V2 stays on the old
  * kernel until a gpu_check run with SWIN_ATTN_HEAD=2 has passed. */
 static int head_mode() {
-    static const int mode = [] {
-        const char *v = getenv("SWIN_ATTN_HEAD");
-        return v && (v[0] == '0' || v[0] == '2') && !v[1] ? v[0] - '0' : 1;
-    }();
+    static const int mode = swin_env_is("SWIN_ATTN_HEAD", "0") ? 0 : swin_env_is("SWIN_ATTN_HEAD", "2") ? 2 : 1;
     return mode;
 }
 
@@ -184,12 +181,10 @@ static bool head_takes(const Geom &g, int v2) {
 template <typename T>
 static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
     auto kern = a.v2 ? attn_head_kernel<T, true> : attn_head_kernel<T, false>;
-    const int smem = HeadSmem::kTotal, threads = HeadTiles::kWarps * 32;
+    const int smem = HeadSmem::kTotal, threads = HeadTiles::kWarps * 32;   /* smem: at most 48 KiB */
     static int per_sm_v[2] = {0, 0};   /* one kernel and size per T and version: asked once */
     int &per_sm = per_sm_v[a.v2 ? 1 : 0];
     if (per_sm == 0) {
-        if (smem > 48 * 1024)
-            SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         int n = 0;
         SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, threads, smem));
         per_sm = n < 1 ? 1 : n;

@@ -72,6 +72,7 @@ struct HeadSmem {
     static constexpr int kRk = 2 * kBuf;
     static constexpr int kStage = kRk + HeadTiles::kMaxN * 4;
     static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * LD * 2;
+    static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
 };
 
 template <typename T, bool V2>
@@ -227,8 +228,7 @@ attn_head_kernel(MmaArgs a) {
             WarpTile<HD> t;
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                mx[r] = swin_quad_max(mx[r]);
                 const float nb = -mx[r] * ssc;   /* key 0 is always in the window: mx is finite */
                 float l = 0.f;
 #pragma unroll

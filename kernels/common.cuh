@@ -11,6 +11,8 @@
  *                           clear: the head of a 3xTF32 split (gemm_x3.cu, attention_tf32.cuh)
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
  * swin_e4m3_store           a pack of V floats times a scale -> V E4M3 bytes in one store
+ * swin_quad_sum / _max      a value summed / maxed over the 4 lanes of a quad (lanes 4i..4i+3:
+ *                           an mma accumulator row's lanes)
  * swin_device_sms           the current GPU's multiprocessor count
  * swin_pdl_begin            Programmatic Dependent Launch in a kernel (wait, then trigger);
  *                           swin_launch launches one
@@ -124,6 +126,16 @@ __device__ __forceinline__ float swin_gelu_erf16(float x) {
     p = fmaf(p, t, 0.5f * -0.284496736f), p = fmaf(p, t, 0.5f * 0.254829592f);
     const float hq = p * t * swin_ex2_approx(x * x * -0.72134752044448170f);   /* erfc(a) / 2; -log2(e) / 2 */
     return x * (x >= 0.0f ? 1.0f - hq : hq);
+}
+
+/* v over the quad of lanes that holds one row of an mma accumulator (lanes 4i .. 4i + 3) */
+__device__ __forceinline__ float swin_quad_sum(float v) {
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+__device__ __forceinline__ float swin_quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
 static inline swin_status swin_device_sms(int *sms) {

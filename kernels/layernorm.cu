@@ -102,12 +102,9 @@ static swin_status ln_pool_launch(T *out, const T *x, const float *w, const floa
     const int block = pool_block();
     int ok = swin_row_dispatch<T>(C, vec_ok, [&](auto cfg) {
         typedef decltype(cfg) Cfg;
-        if (block == 128)
-            swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 128>, (unsigned)B, 128, (size_t)C * sizeof(float),
-                        st, out, x, w, b, L, C, eps);
-        else
-            swin_launch(ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 512>, (unsigned)B, 512, (size_t)C * sizeof(float),
-                        st, out, x, w, b, L, C, eps);
+        auto kern = block == 128 ? ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 128>
+                                 : ln_pool_kernel<T, Cfg::V, Cfg::NV, Cfg::LPR, 512>;
+        swin_launch(kern, (unsigned)B, block, (size_t)C * sizeof(float), st, out, x, w, b, L, C, eps);
     });
     if (!ok) return swin_fail(SWIN_ERR_UNSUPPORTED, "swin_ln_pool_cuda: %d channels are too many "
                                   "(at most 2048, or 1024 when not 16-byte aligned)", C);

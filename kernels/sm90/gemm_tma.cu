@@ -278,9 +278,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            s[mi][h] += __shfl_xor_sync(0xffffffffu, s[mi][h], 1);
-            s[mi][h] += __shfl_xor_sync(0xffffffffu, s[mi][h], 2);
-            s[mi][h] *= inv;   /* the tile's mean */
+            s[mi][h] = swin_quad_sum(s[mi][h]) * inv;   /* the tile's mean */
             q[mi][h] = 0.0f;
         }
 #pragma unroll
@@ -299,8 +297,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            q[mi][h] += __shfl_xor_sync(0xffffffffu, q[mi][h], 1);
-            q[mi][h] += __shfl_xor_sync(0xffffffffu, q[mi][h], 2);
+            q[mi][h] = swin_quad_sum(q[mi][h]);
             if ((lane & 3) == 0 && tok[mi][h] >= 0)
                 ln.part[(size_t)(n0 / BN) * ln.T + tok[mi][h]] = make_float2(s[mi][h], q[mi][h]);
         }
