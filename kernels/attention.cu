@@ -156,18 +156,21 @@ static swin_status launch_mma_pipe(const MmaArgs &a, int sms, cudaStream_t st) {
 }
 
 /* Which windows attn_head_kernel takes, from SWIN_ATTN_HEAD in the environment (read once): 0 none
- * (the (window, head) kernel of attention_mma.cuh runs them), 1 V1's (the default), 2 V1's and
- * V2's. V2 stays opt-in: on the H200 it made SwinV2-T fp16 2.6% faster at batch 256 (attention ops
- * 1.88 -> 1.58 ms), but tools/gpu_check.sh's random full-size SwinV2-T in bf16 then agreed with
- * timm on the top-1 of 3 of its 4 images (relative error 7.0e-3, where the (window, head) kernel
- * gives 8.6e-3 and 4/4). The same model and inputs made again (tools/random_model.py and
- * make_reference.py, seed 0, torch 2.15 on a CPU) have top-1 margins of 0.008, 0.003, 0.001 and
- * 0.014 of max|logit| (make_reference.py warns of the first three): well inside bf16's error, so
- * the flip looks like a near-tie that the old kernel got right by chance. gpu_check's full-size
- * references now keep inputs with clear margins (make_reference.py --pick); V2 stays on the old
- * kernel until a gpu_check run with SWIN_ATTN_HEAD=2 has passed. */
+ * (the (window, head) kernel of attention_mma.cuh runs them), 1 V1's only, 2 V1's and V2's (the
+ * default). V2 was opt-in at first: tools/gpu_check.sh's random full-size SwinV2-T in bf16 agreed
+ * with timm on the top-1 of 3 of its 4 images (relative error 7.0e-3, the (window, head) kernel
+ * 8.6e-3 and 4/4), on inputs whose top-1 margins were 0.008, 0.003, 0.001 and 0.014 of max|logit|
+ * (near-ties, inside bf16's error). With references on inputs of clear margins
+ * (make_reference.py --pick), gpu_check passed with V2 here (H200, 2026-11-27: 205 of 205
+ * verifies; SwinV2-T fp16 9.4e-4, bf16 7.3e-3, tf32 9.5e-4, top-1 4/4 each; ctest -L gpu 47 of
+ * 47; racecheck and memcheck of test_gpu_attention 0 errors), and SwinV2-T fp16 went from 12.089
+ * to 11.813 ms at batch 256 (21,176 -> 21,672 img/s; attention ops 1.868 -> 1.549 ms) and from
+ * 3.250 to 3.176 ms at batch 64, SWIN_ATTN_HEAD=1 against 2 in one run.
+ * Tried: __launch_bounds__ for 5 CTAs an SM instead of 4 (96 registers; ptxas spills 8 bytes in
+ * V1, 28 in V2): slower, Swin-T fp16 batch 256 attention ops 1.198 / 1.196 -> 1.232 / 1.238 ms,
+ * SwinV2-T 1.577 / 1.572 -> 1.666 / 1.640 (same run, two each). */
 static int head_mode() {
-    static const int mode = swin_env_is("SWIN_ATTN_HEAD", "0") ? 0 : swin_env_is("SWIN_ATTN_HEAD", "2") ? 2 : 1;
+    static const int mode = swin_env_is("SWIN_ATTN_HEAD", "0") ? 0 : swin_env_is("SWIN_ATTN_HEAD", "1") ? 1 : 2;
     return mode;
 }
 

@@ -1,7 +1,7 @@
 /* attention_head.cuh - fused window attention for windows of 49 to 64 tokens (7x7, 8x8) with head_dim
  * 32, fp16/bf16, V1 and V2: a head per CTA with its relative-position bias in registers; included
- * by attention.cu, which takes it for V1 unless SWIN_ATTN_HEAD=0 (then attention_mma.cuh's kernel
- * runs), and for V2 too with SWIN_ATTN_HEAD=2 (attention.cu, head_mode, says why not by default).
+ * by attention.cu, which takes it for V1 and V2 unless SWIN_ATTN_HEAD says otherwise (0: neither,
+ * attention_mma.cuh's kernel runs them; 1: V1 only; attention.cu, head_mode).
  *
  * Why: attention_mma.cuh's kernel (one CTA per (window, head)) is issue-bound (ncu, H200, Swin-T
  * fp16 batch 256, stage 1: 80% of the issue slots used, DRAM 31%): per score it spends an add, a
@@ -45,7 +45,7 @@
  * 9.289 -> 8.908 / 8.862 ms (27,682 -> 28,887 img/s), batch 64 2.527 / 2.533 -> 2.434 / 2.421
  * ms, batch 1 and 8 within noise; attention ops 1.629 / 1.608 -> 1.219 / 1.214 ms; fp8 batch
  * 256 8.361 -> 7.912 ms (30,618 -> 32,355 img/s), batch 64 2.480 -> 2.384 ms.
- * Test: tests/test_gpu_attention.c (V1 here; test_gpu_attention_head2 also V2,
+ * Test: tests/test_gpu_attention.c (V1 and V2 here; test_gpu_attention_head1 V1 only,
  * test_gpu_attention_head0 neither).
  */
 #ifndef SWIN_ATTENTION_HEAD_CUH
