@@ -162,7 +162,24 @@ static inline swin_status swin_device_sms(int *sms) {
 // fp16 batch 1 0.500 against 0.490 ms, batch 8 0.704 against 0.724 (slower), batch 256 10.70
 // against 10.65; SwinV2-T fp16 batch 1 0.537 against 0.513, batch 8 0.804 against 0.789; Swin-T
 // fp8 batch 1 0.570 against 0.548. PDL hides launch latency only, and being slower at Swin-T's
-// batch 8 it stays off by default (ops.h: SWIN_PDL=1 turns it on).
+// batch 8 it stayed off by default then.
+// On by default since (SWIN_PDL=0 turns it off): measured again on an H200 (2026-11-27, one
+// binary, `swin bench`, SWIN_PDL=0 / 1 alternating, two rounds, ms), batch 1 faster everywhere
+// but Swin-B 384, the rest within noise:
+//   Swin-T fp16   batch 1 0.446 0.449 / 0.420 0.420   batch 8 0.653 0.665 / 0.662 0.656
+//                 batch 64 2.422 2.449 / 2.483 2.436  batch 256 9.144 9.145 / 9.146 9.160
+//   Swin-T bf16   batch 1 0.449 0.450 / 0.420 0.418   batch 8 0.653 0.653 / 0.655 0.670
+//                 batch 256 8.901 8.837 / 8.804 8.821
+//   Swin-T fp8    batch 1 0.489 0.488 / 0.460 0.461   batch 8 0.665 0.669 / 0.642 0.645
+//                 batch 64 2.369 2.371 / 2.314 2.318  batch 256 8.071 8.101 / 8.013 8.037
+//   Swin-T tf32   batch 1 0.578 0.603 / 0.575 0.604   batch 8 1.011 1.057 / 1.003 1.014
+//                 batch 256 16.887 16.848 / 17.024 16.966
+//   SwinV2-T fp16 batch 1 0.477 0.484 / 0.432 0.432   batch 8 0.739 0.763 / 0.709 0.705
+//                 batch 64 3.194 3.211 / 3.192 3.183  batch 256 12.254 12.193 / 12.267 12.258
+//   Swin-B 384 fp16 batch 1 1.116 1.111 / 1.117 1.105 batch 8 2.831 2.759 / 2.724 2.726
+//                 batch 64 18.776 18.561 / 18.752 18.871
+// Most of a forward's kernel-to-kernel edges are still full ones: the cuBLASLt GEMMs (qkv, proj,
+// fc2) neither wait nor trigger, so PDL acts on our kernel pairs only (norm -> fc1 + GELU, ...).
 
 __device__ __forceinline__ void swin_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

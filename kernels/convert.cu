@@ -18,11 +18,11 @@ extern "C" void swin_pdl_set(int on) { pdl_override = on < 0 ? -1 : on != 0; }
 /* a kernel built like every kernel of kernels/ but sm90/ (which is sm_90a only) */
 static __global__ void pdl_probe_kernel() {}
 
-/* SWIN_PDL on, compute capability 9.0+, and the kernels the device runs compiled for a virtual
+/* SWIN_PDL not 0 (on by default), compute capability 9.0+, and the kernels the device runs compiled for a virtual
  * architecture of 90 or more: kernels JIT-compiled from older PTX would lack swin_pdl_wait */
 extern "C" int swin_pdl_enabled(void) {
     static int env = -1;
-    if (env < 0) env = swin_env_on("SWIN_PDL", 0);
+    if (env < 0) env = swin_env_on("SWIN_PDL", 1);
     if (!(pdl_override < 0 ? env : pdl_override)) return 0;
     static int known[64];
     return swin_device_once(known, [](int dev) {

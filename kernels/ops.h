@@ -26,7 +26,7 @@ static inline size_t swin_dtype_size(swin_dtype dt) { return dt == SWIN_DT_F32 ?
 extern int swin_cuda_debug_sync;
 
 /* 1 when the ops launch their kernels with Programmatic Dependent Launch on the current device
- * (kernels/common.cuh): SWIN_PDL=1 in the environment (read once; default 0) or swin_pdl_set(1),
+ * (kernels/common.cuh): SWIN_PDL unset or not 0 in the environment (read once; default on) or swin_pdl_set(1),
  * and compute capability 9.0 or newer running kernels built for it (cached per device). A CUDA
  * graph keeps the launches it was captured with. */
 int swin_pdl_enabled(void);

@@ -27,7 +27,7 @@ swin_mlp swin_engine_mlp(const swin_engine *e);
 /* 1 when --mlp changes what runs: fp16 and bf16, and tf32 on Hopper (its fused fc1 is the wgmma
  * kernel's); elsewhere (fp32, fp8, tf32 without wgmma) the engine runs its one MLP, reported as unfused */
 int swin_engine_mlp_selectable(const swin_engine *e);
-/* 1 when its kernels launch with Programmatic Dependent Launch (SWIN_PDL=1 on compute capability
+/* 1 when its kernels launch with Programmatic Dependent Launch (by default, SWIN_PDL=0 turns it off, on compute capability
  * 9.0+: kernels/ops.h swin_pdl_enabled, asked at creation) */
 int swin_engine_pdl(const swin_engine *e);
 

@@ -12,8 +12,8 @@
  * a merge); windows over 32 a side are refused (SWIN_ERR_UNSUPPORTED, the shape named).
  * Programmatic Dependent Launch (kernels/common.cuh) changes no bit: every model's logits with it
  * on and off (swin_pdl_set) are identical, un-captured and replayed, in every precision and
- * attention (on a GPU below compute capability 9.0 both are plain launches). test_gpu_engine_pdl
- * runs the whole test again with SWIN_PDL=1.
+ * attention (on a GPU below compute capability 9.0 both are plain launches). test_gpu_engine_nopdl
+ * runs the whole test again with SWIN_PDL=0 (PDL is on by default).
  * Exits 77 when there is no usable GPU.  Run: ctest -R test_gpu_engine
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */

@@ -131,7 +131,7 @@
  * (stage 0 0.534 against 0.551, but stage 1's C = 192 wastes a third of its second column tile:
  * 0.328 against 0.260); LN_GELU 34% slower than GELU: ptxas caps 544 threads at 96 registers and
  * it spills 60 bytes (the scatter 64), on an epilogue that was already issue-bound (above).
- * Test: tests/test_gpu_lnfold.c (SCATTER, LN_GELU; also _tma1, _pdl; test_gpu_engine_fold), and
+ * Test: tests/test_gpu_lnfold.c (SCATTER, LN_GELU; also _tma1, _nopdl; test_gpu_engine_fold), and
  * tests/test_gpu_gemm.c and tests/test_gpu_fp8.c, in CTest also as _tma (every shape on this
  * kernel), _tma1 (and one warpgroup a team) and _cpasync (SWIN_GEMM_TMA=0); tools/gpu_check.sh
  * runs the sanitizers with every shape on this kernel.

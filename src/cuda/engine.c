@@ -351,7 +351,7 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
 }
 
 // ---- CUDA graphs: capture once per batch size, replay after
-// With PDL (SWIN_PDL=1, kernels/common.cuh) our kernels are captured with programmatic edges to
+// With PDL (the default; SWIN_PDL=0 turns it off; kernels/common.cuh) our kernels are captured with programmatic edges to
 // the kernel before them (PDL relaxes kernel-to-kernel dependencies only: cuBLAS(Lt) GEMMs,
 // memsets and copies keep full edges). Nothing here changes: every kernel of ours waits
 // (griddepcontrol.wait) for the kernel before it to complete before it touches memory.
