@@ -133,7 +133,7 @@ class Data:
             if obj.get(k):
                 self.env_swin[k] = obj[k]
         for r in obj.get("results") or []:
-            row = dict(r, graphs=obj.get("graphs"))
+            row = dict(r, graphs=obj.get("graphs"), pdl=obj.get("pdl"))
             key = (arch, prec, r.get("batch"))
             old = self.swin.get(key)
             if old and old.get("breakdown") and not row.get("breakdown"):
@@ -227,6 +227,18 @@ def section_env(d, out, date, perf_command):
                "TFLOP/s from the model's FLOP count. The fused/unfused ratios are unfused time over "
                "fused time, measured in the same run (attention ops alone, and end to end; the MLP's "
                "end to end, `--mlp fused` against unfused).")
+    pdl = {}   # Programmatic Dependent Launch (bench's "pdl") of the rows shown, by arch and precision
+    for (arch, prec, _), row in d.swin.items():
+        if row.get("pdl") is not None:
+            pdl.setdefault((arch, prec), set()).add("on" if row["pdl"] else "off")
+    states = {frozenset(v) for v in pdl.values()}
+    if len(states) == 1 and len(next(iter(states))) == 1:
+        out.append(f"- swin's kernels launched with Programmatic Dependent Launch: {next(iter(next(iter(states))))} "
+                   "in every row.")
+    elif pdl:
+        parts = [f"{a} {p} {'/'.join(sorted(v))}" for (a, p), v in sorted(pdl.items())]
+        out.append("- swin's kernels launched with Programmatic Dependent Launch (per model and precision, "
+                   "from the run that measured the rows): " + "; ".join(parts) + ".")
     if et:
         its = " or ".join(f"{i} timed iterations after {w} warm-up" for i, w in d.torch_iters) or \
             f"{et.get('iters', '?')} timed iterations after {et.get('warmup', '?')} warm-up"
