@@ -351,10 +351,26 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
 }
 
 // ---- CUDA graphs: capture once per batch size, replay after
-// With PDL (the default; SWIN_PDL=0 turns it off; kernels/common.cuh) our kernels are captured with programmatic edges to
-// the kernel before them (PDL relaxes kernel-to-kernel dependencies only: cuBLAS(Lt) GEMMs,
-// memsets and copies keep full edges). Nothing here changes: every kernel of ours waits
-// (griddepcontrol.wait) for the kernel before it to complete before it touches memory.
+// With PDL (the default; SWIN_PDL=0 turns it off; kernels/common.cuh) our kernels are captured
+// with programmatic edges to the kernel before them (PDL relaxes kernel-to-kernel dependencies
+// only: cuBLAS(Lt) GEMMs, memsets and copies keep full edges). Nothing here changes: every kernel
+// of ours waits (griddepcontrol.wait) for the kernel before it to complete before it touches
+// memory.
+// Where a small batch's graph spends its time (H200, 2026-11-27, Swin-T fp16; ncu's
+// gpu__time_duration of each kernel of an un-captured forward, at ncu's locked clock with caches
+// flushed, so longer than in the graph: 0.41 ms at batch 1, 0.66 at batch 8):
+//   batch 1: 96 kernels, 628 us, median 6.2 us; cuBLASLt GEMMs 41 kernels 274 us (4.9 to 10.6
+//            each), row kernels (norms, shift, merge, pool) 29 / 155 us (4.3 to 13.6; ln_pool's
+//            one CTA 13.6), fc1 + GELU (gemm_mma.cu) 12 / 108 us (7.8 to 11.6; stage 4's 48 CTAs
+//            of K 768 11.6), attention 12 / 85 us (6.8 to 7.5 whatever the stage).
+//   batch 8: 96 kernels, 915 us; cuBLASLt 394, fc1 + GELU 207 (14.9 to 21.5: the TMA kernel 21 us
+//            at stage 1 against 12 for fc2's cuBLASLt GEMM of the same FLOPs, the wgmma kernel 15
+//            against 10 at stage 3, gemm_mma.cu 20 against 12 at stage 4), rows 184, attention 123.
+// So at batch 1 every kernel is a few microseconds of small grids, none dominant: the 0.25 ms
+// goal needs fewer kernels (fusions across ops), not faster ones. At batch 8 the fused fc1 + GELU
+// is slower than cuBLASLt's fc1 plus the GELU pass (docs/PERFORMANCE.md: MLP fused/unfused 0.95x
+// for Swin-T fp16 and bf16 at batch 8 with PDL, 1.05x for SwinV2-T): a per-shape choice between
+// the two, timed like the GEMM's algorithms, is the next step there.
 
 static swin_status capture(swin_engine *e, int B) {
     cudaGraph_t g = NULL;
