@@ -23,6 +23,12 @@
  * SWIN_GEMM_TMA_LINEAR=1 in the environment, the 16-bit layers without GELU (qkv, proj, fc2 with
  * its residual, the reductions) of enough tiles run on that file's persistent TMA kernel too
  * (kernels/sm90/gemm_tma.cu); off by default, as cuBLASLt is faster on them (its header).
+ * SWIN_GEMM_FUSED_TUNE=1 (with tuning, below; opt-in, not measured end to end yet) makes that
+ * choice per shape instead: the first call of a GELU layer that our fused kernel takes times it
+ * against cuBLASLt's best candidate plus the GELU pass and keeps the faster (plan.fused). Why:
+ * at batch 8 with PDL the fused kernels took 15 to 21 us where cuBLASLt's fc2 of the same FLOPs
+ * took 10 to 12 (ncu, src/cuda/engine.c at the CUDA graphs), and Swin-T's MLP was 5% faster
+ * unfused end to end, SwinV2-T's 5% slower.
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
@@ -77,6 +83,9 @@ typedef struct {
     int n_cand, tuned;
     int x3;                                /* SWIN_FP32: 1 runs sm90/gemm_x3.cu where it takes the call
                                               (swin_gemm_x3_supports), 0 cuBLASLt (plan_tune decides) */
+    int fused;                             /* a GELU layer our fused kernel takes (fused_kind): 1 runs it,
+                                              0 cuBLASLt + the GELU pass (plan_tune decides with
+                                              fused_tune; 1 until then) */
 } gemm_plan;
 
 struct swin_gemm {
@@ -94,6 +103,8 @@ struct swin_gemm {
     int sms;                               /* the GPU's multiprocessors, when wgmma */
     int tma_linear;                        /* 16-bit / TF32 layers without GELU on sm90/gemm_tma.cu where it can */
     int x3;                                /* SWIN_FP32 layers on sm90/gemm_x3.cu (3xTF32) where it can */
+    int fused_tune;                        /* time fused_gelu's kernel against cuBLASLt + the GELU pass per
+                                              shape and keep the faster (SWIN_GEMM_FUSED_TUNE=1, with tune) */
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -182,7 +193,8 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
     /* without tuning: the 3xTF32 kernel where its 64 x 128 tiles fill the GPU twice (at batch 1
      * Swin's layers are too small for it and cuBLASLt's split-K shapes win) */
     p->x3 = g->x3 && (long long)((p->M + 63) / 64) * ((p->N + 127) / 128) >= 2LL * g->sms;
-    p->tuned = p->n_cand == 1 && !g->x3;
+    p->fused = 1;
+    p->tuned = p->n_cand == 1 && !g->x3 && !g->fused_tune;
     cublasLtMatmulPreferenceDestroy(pref);
     return SWIN_OK;
 fail:
@@ -249,6 +261,7 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
     g->tma_linear = g->wgmma && prec != SWIN_FP32 && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
     g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
+    g->fused_tune = g->tune && swin_env_on("SWIN_GEMM_FUSED_TUNE", 0);
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -342,6 +355,7 @@ typedef struct {
     void *d;
     const void *in, *w, *bias, *res;
     cudaStream_t st;
+    int fused_kind;                        /* call_fused's kernel (fused_kind) */
 } tune_call;
 static int call_gelu(void *v) {
     const tune_call *t = v;
@@ -353,12 +367,34 @@ static int call_x3(void *v) {
                              t->st) == SWIN_OK;
 }
 
+/* Which of our GEMMs with the bias and erf GELU in the epilogue takes a GELU layer without residual
+ * when g->fused_gelu: 1 sm90/gemm_wgmma.cu, where 128 x 128 tiles fill the GPU (gemm_mma.cu's
+ * large-tile rule; TF32 for fp32 data), 2 gemm_mma.cu (16-bit only), 0 neither (a TF32 layer of
+ * small tiles: cuBLASLt + the GELU op) */
+static int fused_kind(const swin_gemm *g, int M, int K, int N, const void *out, const void *in, const void *w,
+                      const void *bias) {
+    const int large = g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms;
+    if (large && g->prec != SWIN_FP32 && swin_gemm_wgmma_supports(g->dt, M, K, N, out, in, w, bias)) return 1;
+    if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias)) return 2;
+    return 0;
+}
+static swin_status fused_run(int kind, const swin_gemm *g, void *out, const void *in, const void *w,
+                             const void *bias, int M, int K, int N, cudaStream_t st) {
+    if (kind == 1) return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, SWIN_ACT_GELU, g->dt, st);
+    return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, SWIN_ACT_GELU, g->dt, st);
+}
+static int call_fused(void *v) {
+    const tune_call *t = v;
+    return fused_run(t->fused_kind, t->g, t->d, t->in, t->w, t->bias, t->p->M, t->p->K, t->p->N, t->st) == SWIN_OK;
+}
+
 /* Time p's candidates on the real inputs into a temporary D; keep the fastest in p->algo. With
  * x3_ok (a SWIN_FP32 layer that sm90/gemm_x3.cu takes) also time that kernel against the best
  * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
- * p->x3. Skipped (retried on a later call) while the stream is being captured. */
+ * p->x3; with fused (a GELU layer that fused_kind's kernel takes, and g->fused_tune) likewise that
+ * kernel, into p->fused. Skipped (retried on a later call) while the stream is being captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
-                             const void *bias, int x3_ok, cudaStream_t st) {
+                             const void *bias, int x3_ok, int fused, cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
@@ -406,7 +442,7 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
     }
     p->algo = p->cand[best_i];
     if (x3_ok) {
-        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st};
+        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0};
         const float gelu = p->act == SWIN_ACT_GELU ? time_calls(call_gelu, &tc, GEMM_TUNE_REPS, st, e0, e1) : 0.0f;
         const float x3 = time_calls(call_x3, &tc, GEMM_TUNE_REPS, st, e0, e1);
         cudaError_t ce = cudaStreamSynchronize(st);
@@ -416,6 +452,18 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
             goto done;
         }
         if (x3 >= 0.0f && gelu >= 0.0f) p->x3 = best < 0.0f || x3 < best + gelu;
+    }
+    if (fused) {
+        tune_call tc = {g, p, d, in, w, bias, NULL, st, fused};
+        const float gelu = time_calls(call_gelu, &tc, GEMM_TUNE_REPS, st, e0, e1);
+        const float fz = time_calls(call_fused, &tc, GEMM_TUNE_REPS, st, e0, e1);
+        cudaError_t ce = cudaStreamSynchronize(st);
+        if (ce != cudaSuccess) {
+            st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: tuning the fused GELU kernel, M %d K %d N %d: %s", p->M,
+                            p->K, p->N, cudaGetErrorString(ce));
+            goto done;
+        }
+        if (fz >= 0.0f && gelu >= 0.0f) p->fused = best < 0.0f || fz <= best + gelu;
     }
 done:
     if (e0) cudaEventDestroy(e0);
@@ -427,17 +475,20 @@ done:
 
 /* One call of plan p: the bias pointer onto its descriptor (plans are shared by same-shape
  * layers), tuning on first use, the matmul (residual as C when fused), and with
- * SWIN_CUDA_SYNC a synchronise that names the GEMM. */
+ * SWIN_CUDA_SYNC a synchronise that names the GEMM. *ran_own: the call ran one of our kernels
+ * instead, the 3xTF32 one (x3_ok) or fused_kind's (fused, a GELU layer), GELU included. */
 static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *out, const void *in, const void *w,
-                            const void *bias, const void *residual, int x3_ok, cudaStream_t st, int *ran_x3) {
+                            const void *bias, const void *residual, int x3_ok, int fused, cudaStream_t st,
+                            int *ran_own) {
     if (bias)
         SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, st));
-    *ran_x3 = x3_ok && p->x3;
-    if (*ran_x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, st));
+    *ran_own = (x3_ok && p->x3) || (fused && p->fused);
+    if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
+    if (*ran_own) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
     SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
                                    p->lcd, &p->algo, g->ws, g->ws_bytes, st));
     if (swin_cuda_debug_sync) {
@@ -467,25 +518,22 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
     if (act == SWIN_ACT_GELU && residual == out)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: GELU with a residual that aliases out (M %d, N %d)", op, M, N);
 
-    if (act == SWIN_ACT_GELU && !residual && g->fused_gelu) {
-        /* wgmma where 128 x 128 tiles fill the GPU (gemm_mma.cu's large-tile rule), else mma.sync
-         * (16-bit only: a TF32 layer of small tiles stays on cuBLASLt + the GELU op) */
-        const int large = g->wgmma && (long long)((M + 127) / 128) * ((N + 127) / 128) >= g->sms;
-        if (large && g->prec != SWIN_FP32 && swin_gemm_wgmma_supports(g->dt, M, K, N, out, in, w, bias))
-            return swin_gemm_wgmma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);   /* fp32 data: TF32 */
-        if (swin_gemm_mma_supports(g->dt, M, K, N, out, in, w, bias))
-            return swin_gemm_mma_cuda(out, in, w, bias, M, K, N, act, g->dt, st);
-    }
+    /* our kernel with the GELU in its epilogue, where it takes the layer: always, or with
+     * fused_tune where it was faster than cuBLASLt + the GELU pass (plan_run) */
+    const int fused = act == SWIN_ACT_GELU && !residual && g->fused_gelu ? fused_kind(g, M, K, N, out, in, w, bias) : 0;
+    if (fused && !g->fused_tune) return fused_run(fused, g, out, in, w, bias, M, K, N, st);
     if (act == SWIN_ACT_NONE && g->tma_linear &&
         swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual))
         return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
-    SWIN_TRY(plan_get(g, &key, bias, &p));
+    const swin_status got = plan_get(g, &key, bias, &p);
+    if (got != SWIN_OK && fused) return fused_run(fused, g, out, in, w, bias, M, K, N, st);   /* nothing to time it against */
+    SWIN_TRY(got);
     const int x3_ok = g->x3 && swin_gemm_x3_supports(M, K, N, out, in, w, bias, residual, act);
-    int ran_x3 = 0;
-    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, x3_ok, st, &ran_x3));
-    if (act == SWIN_ACT_GELU && !ran_x3)
+    int ran_own = 0;
+    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, x3_ok, fused, st, &ran_own));
+    if (act == SWIN_ACT_GELU && !ran_own)
         SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
     return SWIN_OK;
 }
@@ -518,5 +566,5 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
                                                    sizeof in_scale));
     int ran_x3 = 0;
-    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, st, &ran_x3);
+    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, st, &ran_x3);
 }
