@@ -4,9 +4,9 @@
  *
  * Variants (swin_attn_impl), all tested by tests/test_gpu_attention.c:
  *   SWIN_ATTN_IMPL_FUSED    one kernel reading the QKV GEMM output directly; fp16/bf16 on tensor
- *                           cores (attention_mma.cuh; V1 windows of 49 to 64 tokens with head_dim
- *                           32, Swin-T/S/B's, on attention_head.cuh's kernel unless SWIN_ATTN_HEAD=0;
- *                           =2 takes V2's too),
+ *                           cores (attention_mma.cuh; windows of 49 to 64 tokens with head_dim 32,
+ *                           Swin-T/S/B's and SwinV2's 8x8, on attention_head.cuh's kernel unless
+ *                           SWIN_ATTN_HEAD=0 (=1: V1's only)),
  *                           fp32 data on the CUDA cores in true fp32 (attention_simt.cuh);
  *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernels
  *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),

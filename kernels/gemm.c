@@ -486,9 +486,10 @@ static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *ou
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
     if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, st));
-    *ran_own = (x3_ok && p->x3) || (fused && p->fused);
+    *ran_own = 1;
     if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
-    if (*ran_own) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
+    if (x3_ok && p->x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
+    *ran_own = 0;
     SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
                                    p->lcd, &p->algo, g->ws, g->ws_bytes, st));
     if (swin_cuda_debug_sync) {

@@ -231,10 +231,9 @@ def section_env(d, out, date, perf_command):
     for (arch, prec, _), row in d.swin.items():
         if row.get("pdl") is not None:
             pdl.setdefault((arch, prec), set()).add("on" if row["pdl"] else "off")
-    states = {frozenset(v) for v in pdl.values()}
-    if len(states) == 1 and len(next(iter(states))) == 1:
-        out.append(f"- swin's kernels launched with Programmatic Dependent Launch: {next(iter(next(iter(states))))} "
-                   "in every row.")
+    states = set().union(*pdl.values())
+    if len(states) == 1:
+        out.append(f"- swin's kernels launched with Programmatic Dependent Launch: {states.pop()} in every row.")
     elif pdl:
         parts = [f"{a} {p} {'/'.join(sorted(v))}" for (a, p), v in sorted(pdl.items())]
         out.append("- swin's kernels launched with Programmatic Dependent Launch (per model and precision, "

@@ -169,6 +169,15 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
+/* 1 when sample b's top-1 differs from the reference's: *got, *want (the classes) and *margin (the
+ * reference's logit of want minus that of got) */
+static int top1_mismatch(const swin_reference *r, const float *out, int b, int *got, int *want, double *margin) {
+    const float *ref = r->logits + (size_t)b * r->classes;
+    *got = argmax(out + (size_t)b * r->classes, r->classes), *want = argmax(ref, r->classes);
+    *margin = (double)ref[*want] - ref[*got];
+    return *got != *want;
+}
+
 /* max|out - ref|, max|ref| and their ratio over n values (top1_ok left 0) */
 static result diff(const float *out, const float *ref, size_t n) {
     result s = {0, 0, 0, 0, 1};
@@ -185,9 +194,10 @@ static result diff(const float *out, const float *ref, size_t n) {
 
 static result compare(const float *out, const swin_reference *r) {
     result s = diff(out, r->logits, (size_t)r->batch * r->classes);
-    for (int b = 0; b < r->batch; b++)
-        s.top1_ok += argmax(out + (size_t)b * r->classes, r->classes) ==
-                     argmax(r->logits + (size_t)b * r->classes, r->classes);
+    for (int b = 0, got, want; b < r->batch; b++) {
+        double margin;
+        s.top1_ok += !top1_mismatch(r, out, b, &got, &want, &margin);
+    }
     return s;
 }
 
@@ -279,12 +289,11 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
                dev, prec, r->batch, s->finite ? s->max_abs : -1.0, s->max_ref, s->finite ? s->rel : -1.0,
                (double)a->tolerance, s->top1_ok);
         printf(", \"top1_mismatches\": [");
-        for (int b = 0, n = 0; b < r->batch; b++) {
-            const float *ref = r->logits + (size_t)b * r->classes;
-            int got = argmax(out + (size_t)b * r->classes, r->classes), want = argmax(ref, r->classes);
-            if (got == want) continue;
-            printf("%s{\"sample\": %d, \"top1\": %d, \"reference_top1\": %d, \"reference_margin\": %.6g}",
-                   n++ ? ", " : "", b, got, want, (double)ref[want] - ref[got]);
+        for (int b = 0, n = 0, got, want; b < r->batch; b++) {
+            double margin;
+            if (top1_mismatch(r, out, b, &got, &want, &margin))
+                printf("%s{\"sample\": %d, \"top1\": %d, \"reference_top1\": %d, \"reference_margin\": %.6g}",
+                       n++ ? ", " : "", b, got, want, margin);
         }
         printf("]");
         report_stages(a, r, stg, first);
@@ -304,11 +313,9 @@ static void report(const verify_args *a, const swin_config *c, const swin_refere
     printf("max abs error   %.3e  (max|ref| %.4g)\n", s->max_abs, s->max_ref);
     printf("relative error  %.3e  (max|d| / max|ref|)\n", s->rel);
     printf("top-1 agreement %d/%d\n", s->top1_ok, r->batch);
-    for (int b = 0; b < r->batch && s->top1_ok < r->batch; b++) {
-        const float *ref = r->logits + (size_t)b * r->classes;
-        int got = argmax(out + (size_t)b * r->classes, r->classes), want = argmax(ref, r->classes);
-        if (got == want) continue;
-        double margin = (double)ref[want] - ref[got];
+    for (int b = 0, got, want; b < r->batch && s->top1_ok < r->batch; b++) {
+        double margin;
+        if (!top1_mismatch(r, out, b, &got, &want, &margin)) continue;
         printf("  sample %d: top-1 %d, reference %d (the reference's logit of %d is %.3e above that of %d%s)\n", b,
                got, want, want, margin, got,
                margin <= 2 * s->max_abs ? ", within twice the max abs error: a near-tie" : "");
