@@ -9,7 +9,9 @@
  *                           SWIN_ATTN_HEAD=0 (=1: V1's only)),
  *                           fp32 data on the CUDA cores in true fp32 (attention_simt.cuh);
  *   SWIN_ATTN_IMPL_TF32     fp32 data on TF32 tensor cores (attention_tf32.cuh) where its kernels
- *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64),
+ *                           take the geometry (windows of <= 144 tokens, head_dim 16/32/48/64;
+ *                           windows of 49 to 64 tokens with head_dim 32 on attention_tf32_head.cuh's
+ *                           kernel unless SWIN_ATTN_TF32_HEAD=0),
  *                           else the true-fp32 fused kernel; SWIN_ATTN_TF32=0 in the environment
  *                           takes the latter always (to time the two in one build);
  *   SWIN_ATTN_IMPL_X3       fp32 data with fp32 accuracy on TF32 tensor cores ("3xTF32", each
@@ -38,6 +40,7 @@
 #include "attention_mma.cuh"
 #include "attention_simt.cuh"
 #include "attention_tf32.cuh"
+#include "attention_tf32_head.cuh"
 #include "attention_unfused.cuh"
 #include "row.cuh"   /* swin_check_q8 */
 
@@ -179,14 +182,14 @@ static bool head_takes(const Geom &g, int v2) {
     return head_mode() > (v2 ? 1 : 0) && g.hd == HeadTiles::kHd && g.npad == HeadTiles::kMaxN;
 }
 
-/* attn_head_kernel: a grid of (CTAs per head) x heads, as many CTAs as fit on the device at once,
- * at most one per window and head; each walks its head's windows */
-template <typename T>
-static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
-    auto kern = a.v2 ? attn_head_kernel<T, true> : attn_head_kernel<T, false>;
-    const int smem = HeadSmem::kTotal, threads = HeadTiles::kWarps * 32;   /* smem: at most 48 KiB */
-    static int per_sm_v[2] = {0, 0};   /* one kernel and size per T and version: asked once */
-    int &per_sm = per_sm_v[a.v2 ? 1 : 0];
+/* a kernel that walks a head's windows (attn_head_kernel, attn_tf32_head_kernel): a grid of (CTAs
+ * per head) x heads, as many CTAs as fit on the device at once, at most one per window and head.
+ * per_sm: the caller's cache of the CTAs an SM (0: asked here, once per kernel and size). */
+template <typename Args>
+static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int &per_sm, int sms, const char *name,
+                               cudaStream_t st) {
+    const int threads = HeadTiles::kWarps * 32;
+    if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     if (per_sm == 0) {
         int n = 0;
         SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, threads, smem));
@@ -197,8 +200,15 @@ static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
     long x = ((long)per_sm * sms + a.g.heads - 1) / a.g.heads;
     if (x > a.nwin) x = a.nwin;
     swin_launch(kern, dim3((unsigned)x, (unsigned)a.g.heads), threads, smem, st, a);
-    SWIN_LAUNCH_CHECK("attn_head_kernel", st);
+    SWIN_LAUNCH_CHECK(name, st);
     return SWIN_OK;
+}
+
+template <typename T>
+static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
+    static int per_sm_v[2] = {0, 0};   /* per T and version */
+    return launch_walk(a.v2 ? attn_head_kernel<T, true> : attn_head_kernel<T, false>, a, HeadSmem::kTotal,
+                       per_sm_v[a.v2 ? 1 : 0], sms, "attn_head_kernel", st);
 }
 
 /* fp16/bf16: choose warps, resident or streamed K/V, and the query-tile split. HD: padded width. */
@@ -332,6 +342,19 @@ static bool tf32_win_on() {
     return on;
 }
 
+/* SWIN_ATTN_TF32_HEAD=0 in the environment: precision tf32's windows of 49 to 64 tokens at head_dim
+ * 32 run on attn_tf32_kernel instead of attn_tf32_head_kernel (read once) */
+static bool tf32_head_on() {
+    static const bool on = swin_env_on("SWIN_ATTN_TF32_HEAD", 1);
+    return on;
+}
+
+static swin_status launch_tf32_head(const Tf32HeadArgs &a, int sms, cudaStream_t st) {
+    static int per_sm_v[2] = {0, 0};   /* per version */
+    return launch_walk(a.v2 ? attn_tf32_head_kernel<true> : attn_tf32_head_kernel<false>, a, Tf32HeadSmem::kTotal,
+                       per_sm_v[a.v2 ? 1 : 0], sms, "attn_tf32_head_kernel", st);
+}
+
 /* the TF32 kernel of head_dim hd (one of tf32_width) for small windows or 12x12 ones; X3: its
  * 3xTF32 form */
 template <int HD>
@@ -363,6 +386,15 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
         return launch_fused<float>(out, qkv, bias_table, scale, g, nwin, v2, swin_q8_dst{NULL, 0.0f, 1}, st);
     int sms = 0, optin = 0;
     SWIN_TRY(device_limits(&sms, &optin));
+    if (!x3 && tf32_head_on() && g.hd == HeadTiles::kHd && g.npad == HeadTiles::kMaxN &&
+        Tf32HeadSmem::kTotal <= optin) {
+        Tf32HeadArgs h;
+        h.set(out, qkv, bias_table, scale, g, v2);
+        h.vb = 16;
+        h.tiles = g.npad / Tiles::kRows;
+        h.nwin = nwin;
+        return launch_tf32_head(h, sms, st);
+    }
     AttnIO<float> a;
     a.set(out, qkv, bias_table, scale, g, v2);
     a.vb = 16;

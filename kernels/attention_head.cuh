@@ -45,6 +45,10 @@
  * 9.289 -> 8.908 / 8.862 ms (27,682 -> 28,887 img/s), batch 64 2.527 / 2.533 -> 2.434 / 2.421
  * ms, batch 1 and 8 within noise; attention ops 1.629 / 1.608 -> 1.219 / 1.214 ms; fp8 batch
  * 256 8.361 -> 7.912 ms (30,618 -> 32,355 img/s), batch 64 2.480 -> 2.384 ms.
+ * The bias lookup, the window copy and the shift mask are functions (head_bias, head_issue,
+ * head_mask) that attention_tf32_head.cuh's TF32 kernel shares; moving them out changed this
+ * kernel's SASS only in a few integer address instructions (same MMAs, loads and MUFU ops; not
+ * re-timed).
  * Test: tests/test_gpu_attention.c (V1 and V2 here; test_gpu_attention_head1 V1 only,
  * test_gpu_attention_head0 neither).
  */
@@ -75,18 +79,80 @@ struct HeadSmem {
     static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
 };
 
+// ---- what both head kernels (this one and attention_tf32_head.cuh's) do
+
+/* a lane's bias' = bias[rel(row, key)] * bmul of rows row0, row0 + 8 and keys 8 n + 2 q4 (+ 1), in
+ * the mma accumulator layout (-inf for pad keys, key >= N) */
+template <int NT>
+__device__ __forceinline__ void head_bias(float (&bias)[NT][4], const Geom &g, const float *bias_table, int h,
+                                          int row0, int q4, float bmul) {
+    const int qb0 = info_qbase(g, token_info(g, 0, 0, row0));
+    const int qb1 = info_qbase(g, token_info(g, 0, 0, row0 + 8));
+    const float *tb = bias_table + h;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int key = n * 8 + 2 * q4 + e;
+            const int ko = info_koff(token_info(g, 0, 0, key));
+            const bool in = key < g.N;
+            bias[n][e] = in ? __ldg(tb + (size_t)(qb0 - ko) * g.heads) * bmul : -INFINITY;
+            bias[n][2 + e] = in ? __ldg(tb + (size_t)(qb1 - ko) * g.heads) * bmul : -INFINITY;
+        }
+}
+
+/* copy window w's Q, K, V rows of head h (HD elements of T, rows LD apart, matrices MAT bytes
+ * apart) into buf (one cp.async group; rows past N zero-filled); its key regions after the
+ * matrices when it is on the shifted border */
+template <typename T, int HD, int LD, int MAT, int NTHR>
+__device__ __forceinline__ void head_issue(unsigned char *buf, const T *qkv, const Geom &g, int w, int h, int tid) {
+    constexpr int EPC = 16 / (int)sizeof(T), CPR = HD / EPC;   // elements a 16-byte chunk, chunks a row
+    constexpr int CPT = HeadTiles::kMaxN * CPR / NTHR;          // chunks a thread
+    const size_t ldg = (size_t)3 * g.C;
+    const T *q = qkv + (size_t)w * g.N * ldg + (size_t)h * HD;
+#pragma unroll
+    for (int j = 0; j < CPT; j++) {
+        const int i = tid + j * NTHR, r = i / CPR, c = (i % CPR) * EPC, so = (r * LD + c) * (int)sizeof(T);
+        const bool ok = r < g.N;
+        const T *src = q + (size_t)(ok ? r : 0) * ldg + c;
+        cp_async16(buf + so, src, ok);
+        cp_async16(buf + MAT + so, src + g.C, ok);
+        cp_async16(buf + 2 * MAT + so, src + 2 * g.C, ok);
+    }
+    cp_async_commit();
+    int wy, wx;
+    window_pos(g, w, &wy, &wx);
+    if (window_masked(g, wy, wx)) {
+        int *reg = reinterpret_cast<int *>(buf + 3 * MAT);
+        for (int t = tid; t < HeadTiles::kMaxN; t += NTHR) reg[t] = info_region(token_info(g, wy, wx, t));
+    }
+}
+
+/* c = from + mask where the regions (reg: the window's key regions) of row and key differ */
+template <int NT>
+__device__ __forceinline__ void head_mask(float (&c)[NT][4], const float (&from)[NT][4], const int *reg, int row0,
+                                          int q4, float mask) {
+    const int rr0 = reg[row0], rr1 = reg[row0 + 8];
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        const int2 kr = *reinterpret_cast<const int2 *>(reg + n * 8 + 2 * q4);
+        c[n][0] = from[n][0] + (kr.x != rr0 ? mask : 0.f);
+        c[n][1] = from[n][1] + (kr.y != rr0 ? mask : 0.f);
+        c[n][2] = from[n][2] + (kr.x != rr1 ? mask : 0.f);
+        c[n][3] = from[n][3] + (kr.y != rr1 ? mask : 0.f);
+    }
+}
+
 template <typename T, bool V2>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
     swin_pdl_begin();
     constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
     constexpr int nthr = HeadTiles::kWarps * 32;
-    constexpr int CPR = HD / 8, CPT = HeadTiles::kMaxN * CPR / nthr;   // 16-byte chunks: a row's, a thread's
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
     const int h = blockIdx.y;
-    const size_t ldg = (size_t)3 * g.C;
     const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
     /* V1: bias' = bias / scale, the mask likewise (both go into the MMA's accumulator); V2: both in
      * the log2 domain, added after the cosine scores are scaled */
@@ -97,43 +163,12 @@ attn_head_kernel(MmaArgs a) {
      * accumulator layout */
     const int row0 = warp * Tiles::kRows + (lane >> 2);
     float bias[NT][4];
-    {
-        const int qb0 = info_qbase(g, token_info(g, 0, 0, row0));
-        const int qb1 = info_qbase(g, token_info(g, 0, 0, row0 + 8));
-        const float *tb = a.bias_table + h;
-#pragma unroll
-        for (int n = 0; n < NT; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int key = n * 8 + 2 * q4 + e;
-                const int ko = info_koff(token_info(g, 0, 0, key));
-                const bool in = key < g.N;
-                bias[n][e] = in ? __ldg(tb + (size_t)(qb0 - ko) * g.heads) * bmul : -INFINITY;
-                bias[n][2 + e] = in ? __ldg(tb + (size_t)(qb1 - ko) * g.heads) * bmul : -INFINITY;
-            }
-    }
+    head_bias<NT>(bias, g, a.bias_table, h, row0, q4, bmul);
 
-    /* copy window w's Q, K, V rows of head h into buffer b (one cp.async group); its key regions
-     * when it is on the shifted border */
+    /* window w's rows into buffer b */
     auto issue = [&](int w, int b) {
-        unsigned char *buf = smem + b * HeadSmem::kBuf;
-        const T *q = reinterpret_cast<const T *>(a.qkv) + (size_t)w * g.N * ldg + (size_t)h * HD;
-#pragma unroll
-        for (int j = 0; j < CPT; j++) {   /* rows past N are zero-filled */
-            const int i = tid + j * nthr, r = i / CPR, c = (i % CPR) * 8, so = (r * LD + c) * 2;
-            const bool ok = r < g.N;
-            const T *src = q + (size_t)(ok ? r : 0) * ldg + c;
-            cp_async16(buf + so, src, ok);
-            cp_async16(buf + HeadSmem::kMat + so, src + g.C, ok);
-            cp_async16(buf + 2 * HeadSmem::kMat + so, src + 2 * g.C, ok);
-        }
-        cp_async_commit();
-        int wy, wx;
-        window_pos(g, w, &wy, &wx);
-        if (window_masked(g, wy, wx)) {
-            int *reg = reinterpret_cast<int *>(buf + 3 * HeadSmem::kMat);
-            for (int t = tid; t < HeadTiles::kMaxN; t += nthr) reg[t] = info_region(token_info(g, wy, wx, t));
-        }
+        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
+                                                    w, h, tid);
     };
 
     int w = blockIdx.x, b = 0;
@@ -179,17 +214,8 @@ attn_head_kernel(MmaArgs a) {
             };
             const bool masked = window_masked(g, wy, wx);
             const int *reg = reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat);
-            /* the mask of (row, key) pairs in different regions: + mask to the scores in c */
             auto add_mask = [&](float(&c)[NT][4], const float(&from)[NT][4]) {
-                const int rr0 = reg[row0], rr1 = reg[row0 + 8];
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const int2 kr = *reinterpret_cast<const int2 *>(reg + n * 8 + 2 * q4);
-                    c[n][0] = from[n][0] + (kr.x != rr0 ? mask : 0.f);
-                    c[n][1] = from[n][1] + (kr.y != rr0 ? mask : 0.f);
-                    c[n][2] = from[n][2] + (kr.x != rr1 ? mask : 0.f);
-                    c[n][3] = from[n][3] + (kr.y != rr1 ? mask : 0.f);
-                }
+                head_mask<NT>(c, from, reg, row0, q4, mask);
             };
             float ssc = sc;   /* the softmax's factor from s to the log2 domain */
             if constexpr (!V2) {

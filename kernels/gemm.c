@@ -23,12 +23,18 @@
  * SWIN_GEMM_TMA_LINEAR=1 in the environment, the 16-bit layers without GELU (qkv, proj, fc2 with
  * its residual, the reductions) of enough tiles run on that file's persistent TMA kernel too
  * (kernels/sm90/gemm_tma.cu); off by default, as cuBLASLt is faster on them (its header).
- * SWIN_GEMM_FUSED_TUNE=1 (with tuning, below; opt-in, not measured end to end yet) makes that
- * choice per shape instead: the first call of a GELU layer that our fused kernel takes times it
- * against cuBLASLt's best candidate plus the GELU pass and keeps the faster (plan.fused). Why:
- * at batch 8 with PDL the fused kernels took 15 to 21 us where cuBLASLt's fc2 of the same FLOPs
- * took 10 to 12 (ncu, src/cuda/engine.c at the CUDA graphs), and Swin-T's MLP was 5% faster
- * unfused end to end, SwinV2-T's 5% slower.
+ * SWIN_GEMM_FUSED_TUNE=1 (with tuning, below; opt-in) makes that choice per shape instead: the
+ * first call of a GELU layer that our fused kernel takes times it against cuBLASLt's best
+ * candidate plus the GELU pass and keeps the faster (plan.fused). Why: at batch 8 with PDL the
+ * fused kernels took 15 to 21 us where cuBLASLt's fc2 of the same FLOPs took 10 to 12 (ncu,
+ * src/cuda/engine.c at the CUDA graphs), and Swin-T's MLP was 5% faster unfused end to end,
+ * SwinV2-T's 5% slower.
+ * Measured on the H200 (2026-11-28, one build, SWIN_GEMM_FUSED_TUNE=0 / 1 in one run, two runs
+ * each, `swin bench --precision fp16 --batch 1,8,64,256 --iters 30`, median ms): SwinV2-T batch 8
+ * 0.729 / 0.724 -> 0.706 / 0.708, batch 1, 64 and 256 within noise (0.431 / 0.438 -> 0.432 / 0.434,
+ * 3.171 / 3.169 -> 3.126 / 3.154, 11.982 / 11.960 -> 12.007 / 11.951); Swin-T within noise at every
+ * batch (batch 8 0.660 / 0.669 -> 0.659 / 0.667, 256 8.969 / 8.981 -> 8.982 / 8.990). So it pays
+ * 3% at SwinV2-T's batch 8 only, and stays opt-in (ctest's _fusedtune variants pass).
  * Plans: matmul descriptor, layouts and an algorithm, cached per (M, K, N, act, bias, residual,
  * pointer alignments); the first call of a shape (or swin_gemm_prepare) runs the heuristic,
  * replays and graph captures only look the plan up.
