@@ -40,7 +40,14 @@
  *     into them with TMA (an mbarrier a warpgroup, one phase a tile); the epilogue waits for it
  *     and each thread adds the residual at the place it writes its output (epi_store).
  * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB);
- * fp32 (TF32) outputs: 3 x 32 KiB + 2 x 64 KiB (stages(), out_tile()).
+ * fp32 (TF32) outputs: 3 x 32 KiB + 2 x 64 KiB (stages(), out_tile()), or with
+ * SWIN_GEMM_TMA_SPLIT=1 (opt-in; GELU and PLAIN epilogues) 5 x 32 KiB + 2 x 32 KiB, each tile's
+ * outputs staged and stored in two halves of its columns, the second half waiting until the
+ * first half's stores have read the staging rows (SPLIT). Why: TF32 fc1 + GELU takes 4.89 ms of
+ * Swin-T's 18.98 at batch 256 (--breakdown, H200, 2026-11-28) where cuBLASLt's fc2 of the same
+ * FLOPs takes 3.30 (stage 2, K 384: 2.13 against 1.33), and a TF32 k-tile holds half the K of a
+ * 16-bit one for the same MMA time, so 3 slots keep about half as much of the loads' latency
+ * covered as the 16-bit ring's 5. Compiled; not measured yet (test_gpu_gemm_tma_split runs it).
  * Threads and registers: 544 (WPT 2), 65536 / 544 leaves 120 a thread (ptxas: 96); 288 (WPT 1),
  * 224 a thread (ptxas: 168).
  * Why two warpgroups a team: with one, the epilogue (a GELU of 14 instructions an output) ran on
@@ -160,15 +167,23 @@ constexpr int BM = 128, BN = 128, ROW = 128, TEAMS = 2;
 static_assert(TEAMS == 2, "the teams take turns in pairs (team ^ 1)");
 constexpr int TILE_A = BM * ROW, TILE_B = BN * ROW, STAGE_BYTES = TILE_A + TILE_B;
 constexpr int MAX_WG = 2 * TEAMS;        /* consumer warpgroups (WPT 2) */
-/* a team's staging: 16-bit outputs (E4M3 uses half of it), or fp32 (TF32), twice that; the ring's
- * slots: 5, or 3 next to fp32 staging (224 KiB of the 227 a CTA may have) */
-template <class E, int EPI> constexpr int out_tile() { return BM * BN * (out_size<E, EPI>() == 4 ? 4 : 2); }
-template <class E, int EPI> constexpr int stages() { return out_size<E, EPI>() == 4 ? 3 : 5; }
-template <class E, int EPI> constexpr size_t smem_bytes() {
-    return (size_t)stages<E, EPI>() * STAGE_BYTES + TEAMS * out_tile<E, EPI>() +
-           (2 * stages<E, EPI>() + TEAMS + MAX_WG) * 8 + 1024;
+/* a team's staging: 16-bit outputs (E4M3 uses half of it), or fp32 (TF32), twice that, or with
+ * SPLIT 2 half of that, the tile's outputs staged and stored in two halves of its columns; the
+ * ring's slots: 5, or 3 next to 64 KiB of staging (224 KiB of the 227 a CTA may have) */
+template <class E, int EPI, int SPLIT = 1> constexpr int out_tile() {
+    return BM * BN * (out_size<E, EPI>() == 4 ? 4 : 2) / SPLIT;
 }
-static_assert(smem_bytes<TF32, GELU>() <= 227 * 1024 && smem_bytes<F16, GELU>() <= 227 * 1024, "shared memory");
+template <class E, int EPI, int SPLIT = 1> constexpr int stages() {
+    return out_tile<E, EPI, SPLIT>() > 32 * 1024 ? 3 : 5;
+}
+template <class E, int EPI, int SPLIT = 1> constexpr size_t smem_bytes() {
+    return (size_t)stages<E, EPI, SPLIT>() * STAGE_BYTES + TEAMS * out_tile<E, EPI, SPLIT>() +
+           (2 * stages<E, EPI, SPLIT>() + TEAMS + MAX_WG) * 8 + 1024;
+}
+static_assert(smem_bytes<TF32, GELU>() <= 227 * 1024 && smem_bytes<F16, GELU>() <= 227 * 1024 &&
+              smem_bytes<TF32, GELU, 2>() <= 227 * 1024, "shared memory");
+/* SPLIT 2 is built for fp32 outputs of GELU and PLAIN epilogues (RESID stages its residual whole) */
+template <class E, int EPI> constexpr bool can_split() { return out_size<E, EPI>() == 4 && (EPI == GELU || EPI == PLAIN); }
 /* WPT warpgroups a team (1 or 2): each takes 128 / WPT rows of the team's tile */
 template <int WPT> constexpr int threads() { return TEAMS * WPT * 128 + 32; }
 
@@ -303,7 +318,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
         }
 }
 
-template <class E, int EPI, int WPT, bool TAIL2>
+template <class E, int EPI, int WPT, bool TAIL2, int SPLIT>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
@@ -311,7 +326,8 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
     constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
-    constexpr int STAGES = stages<E, EPI>(), OUT_TILE = out_tile<E, EPI>();
+    constexpr int STAGES = stages<E, EPI, SPLIT>(), OUT_TILE = out_tile<E, EPI, SPLIT>();
+    static_assert(SPLIT == 1 || (SPLIT == 2 && can_split<E, EPI>()), "SPLIT: 1, or 2 for fp32 GELU / PLAIN outputs");
     constexpr int CONSUMERS = TEAMS * WPT;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
@@ -427,32 +443,42 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                     nm[mi][h] = -mu * rs[mi][h];
                 }
         }
+        /* SPLIT parts of the tile's columns, each staged and then stored; a part after the first
+         * waits until the previous part's stores have read the staging rows */
+        constexpr int JP = BN / 8 / SPLIT, BP = BOXES / SPLIT;   /* column octets, boxes a part */
 #pragma unroll
-        for (int jn = 0; jn < BN / 8; jn++) {
-            const int c = jn * 8 + 2 * (lane & 3);
-            float2 b, cs;
-            epi_coeffs<E, EPI>(ep, n0 + c, N, b, cs);
+        for (int part = 0; part < SPLIT; part++) {
+            if (part > 0) {
+                if (ctid == 0) bulk_wait_read();
+                named_sync(1 + wg, 128);
+            }
 #pragma unroll
-            for (int mi = 0; mi < MI; mi++)
+            for (int jj = 0; jj < JP; jj++) {
+                const int jn = part * JP + jj, c = jn * 8 + 2 * (lane & 3), cp = c - part * JP * 8;
+                float2 b, cs;
+                epi_coeffs<E, EPI>(ep, n0 + c, N, b, cs);
 #pragma unroll
-                for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
-                    const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
-                    if constexpr (EPI == LN_GELU) {   /* LN(x) w^T + b = rstd x w'^T + (b - rstd mean colsum(w')) */
-                        const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
-                        const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
-                        epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], bb, sc, ep);
-                    } else {
-                        epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * c), d[mi][i], d[mi][i + 1], b, cs, ep);
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
+                        const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
+                        if constexpr (EPI == LN_GELU) {   /* LN(x) w^T + b = rstd x w'^T + (b - rstd mean colsum(w')) */
+                            const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
+                            const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
+                            epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], bb, sc, ep);
+                        } else {
+                            epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b, cs, ep);
+                        }
                     }
-                }
-        }
-        fence_proxy_async();
-        named_sync(1 + wg, 128);
-        if (ctid == 0) {
+            }
+            fence_proxy_async();
+            named_sync(1 + wg, 128);
+            if (ctid == 0) {
 #pragma unroll
-            for (int bx = 0; bx < BOXES; bx++)
-                tma_store_2d(&map_out, my_out + bx * RW * 128, n0 + bx * (128 / OSZ), m0 + sub * RW);
-            bulk_commit();
+                for (int bx = 0; bx < BP; bx++)
+                    tma_store_2d(&map_out, my_out + bx * RW * 128, n0 + (part * BP + bx) * (128 / OSZ), m0 + sub * RW);
+                bulk_commit();
+            }
         }
     }
     if (ctid == 0 && EPI != SCATTER) bulk_wait();
@@ -461,6 +487,13 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 /* SWIN_GEMM_TMA_TAIL=0: a last k-tile half past K runs its MMAs on the zeros (as before TAIL2) */
 bool tail_on(void) {
     static const bool on = swin_env_on("SWIN_GEMM_TMA_TAIL", 1);
+    return on;
+}
+
+/* SWIN_GEMM_TMA_SPLIT=1: fp32 (TF32) GELU and PLAIN outputs staged in two halves of a tile's
+ * columns, which leaves room for a 5-slot ring instead of 3 (opt-in, read once) */
+bool split_on(void) {
+    static const bool on = swin_env_on("SWIN_GEMM_TMA_SPLIT", 0);
     return on;
 }
 
@@ -480,11 +513,17 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
-    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true> : gemm_tma_kernel<E, EPI, WPT, false>;
-    constexpr size_t SMEM = smem_bytes<E, EPI>();
-    SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1> : gemm_tma_kernel<E, EPI, WPT, false, 1>;
+    size_t smem = smem_bytes<E, EPI>();
+    if constexpr (can_split<E, EPI>()) {
+        if (split_on()) {
+            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 2> : gemm_tma_kernel<E, EPI, WPT, false, 2>;
+            smem = smem_bytes<E, EPI, 2>();
+        }
+    }
+    SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-    swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), SMEM, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
+    swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), smem, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
                 tiles_n, ln);
     SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
     return SWIN_OK;
