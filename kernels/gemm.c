@@ -40,7 +40,8 @@
  * replays and graph captures only look the plan up.
  * Tuning: the heuristic's first choice is often not the fastest for Swin's skinny shapes (K or N
  * of 96..768 against M of up to 800k rows). So the first un-captured call of a shape times the
- * heuristic's top candidates (up to GEMM_CANDIDATES, each GEMM_TUNE_REPS runs after one warm-up)
+ * heuristic's top candidates (up to GEMM_CANDIDATES, or SWIN_GEMM_CANDIDATES=N in the environment,
+ * 1 to GEMM_CANDIDATES_MAX, to time more of them; each GEMM_TUNE_REPS runs after one warm-up)
  * on its real inputs, writing into a temporary output (the real output and a residual that
  * aliases it are untouched), and keeps the fastest. Different algorithms may round differently in
  * the last bits; SWIN_GEMM_TUNE=0 in the environment keeps the heuristic's first choice (then
@@ -75,7 +76,8 @@
         }                                                                                          \
     } while (0)
 
-#define GEMM_CANDIDATES 8
+#define GEMM_CANDIDATES 8        /* the heuristic's candidates asked for and timed, by default */
+#define GEMM_CANDIDATES_MAX 32   /* ... at most (SWIN_GEMM_CANDIDATES) */
 #define GEMM_TUNE_REPS 5
 
 typedef struct {
@@ -85,7 +87,7 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lcd;    /* lcd serves C and D */
     cublasLtMatmulAlgo_t algo;             /* the one used */
-    cublasLtMatmulAlgo_t cand[GEMM_CANDIDATES];   /* the heuristic's, best first */
+    cublasLtMatmulAlgo_t cand[GEMM_CANDIDATES_MAX];   /* the heuristic's, best first */
     int n_cand, tuned;
     int x3;                                /* SWIN_FP32: 1 runs sm90/gemm_x3.cu where it takes the call
                                               (swin_gemm_x3_supports), 0 cuBLASLt (plan_tune decides) */
@@ -104,6 +106,7 @@ struct swin_gemm {
     void *ws;
     size_t ws_bytes;
     int tune;                              /* time the candidates (SWIN_GEMM_TUNE != 0) */
+    int candidates;                        /* how many the heuristic is asked for (SWIN_GEMM_CANDIDATES) */
     int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
     int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
     int sms;                               /* the GPU's multiprocessors, when wgmma */
@@ -149,7 +152,7 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
     cublasLtEpilogue_t epi = p->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     cudaDataType_t ab_type = p->fp8 ? CUDA_R_8F_E4M3 : g->data_type;
     uint64_t ws = g->ws_bytes;
-    cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES_MAX];
     int found = 0;
     memset(res, 0, sizeof res);
 
@@ -182,10 +185,10 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; i++)
         LT_GO(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &p->align[i], sizeof p->align[i]));
-    LT_GO(cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->lcd, p->lcd, pref, GEMM_CANDIDATES,
+    LT_GO(cublasLtMatmulAlgoGetHeuristic(g->lt, p->desc, p->la, p->lb, p->lcd, p->lcd, pref, g->candidates,
                                          res, &found));
     p->n_cand = 0;
-    for (int i = 0; i < found && i < GEMM_CANDIDATES; i++)
+    for (int i = 0; i < found && i < g->candidates; i++)
         if (res[i].state == CUBLAS_STATUS_SUCCESS) p->cand[p->n_cand++] = res[i].algo;
     if (p->n_cand < 1) {
         st = swin_fail(SWIN_ERR_UNSUPPORTED,
@@ -263,6 +266,17 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
+    g->candidates = GEMM_CANDIDATES;
+    const char *nc = getenv("SWIN_GEMM_CANDIDATES");
+    if (nc && *nc) {
+        char *end;
+        long v = strtol(nc, &end, 10);
+        if (*end || v < 1 || v > GEMM_CANDIDATES_MAX) {
+            free(g);
+            return swin_fail(SWIN_ERR_ARGUMENT, "SWIN_GEMM_CANDIDATES='%s': expected 1 to %d", nc, GEMM_CANDIDATES_MAX);
+        }
+        g->candidates = (int)v;
+    }
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
     g->tma_linear = g->wgmma && prec != SWIN_FP32 && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);

@@ -24,6 +24,7 @@
  * compute-sanitizer's racecheck, which reports hazards inside cuBLAS's own kernels; exits 77
  * without a GPU.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, strdup */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,6 +301,20 @@ static void argument_checks(swin_gemm *g16) {
     swin_gemm *bad = NULL;
     expect_arg_error("create with NULL out", swin_gemm_create(NULL, SWIN_FP32, NULL, 0));
     expect_arg_error("create bad precision", swin_gemm_create(&bad, (swin_precision)9, NULL, 0));
+    /* SWIN_GEMM_CANDIDATES outside 1..32 or not a number: refused at create (the caller's value
+     * restored after) */
+    const char *had = getenv("SWIN_GEMM_CANDIDATES");
+    char *saved = had ? strdup(had) : NULL;
+    static const char *bad_counts[] = {"0", "33", "8x", "many"};
+    for (int i = 0; i < 4; i++) {
+        setenv("SWIN_GEMM_CANDIDATES", bad_counts[i], 1);
+        expect_arg_error("create with a bad SWIN_GEMM_CANDIDATES", swin_gemm_create(&bad, SWIN_FP16, NULL, 0));
+        CHECK(strstr(swin_last_error(), "SWIN_GEMM_CANDIDATES") != NULL, "the error names the variable: %s",
+              swin_last_error());
+    }
+    if (saved) setenv("SWIN_GEMM_CANDIDATES", saved, 1);
+    else unsetenv("SWIN_GEMM_CANDIDATES");
+    free(saved);
     tg_free(&a), tg_free(&b), tg_free(&c);
 }
 
