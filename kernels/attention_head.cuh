@@ -159,20 +159,22 @@ attn_head_kernel(MmaArgs a) {
     const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;
     T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
 
+    /* window w's rows into buffer b */
+    auto issue = [&](int w, int b) {
+        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
+                                                    w, h, tid);
+    };
+    int w = blockIdx.x, b = 0;
+    /* a.early: the first window's copies start before the bias lookup (their latencies overlap) */
+    if (a.early && w < a.nwin) issue(w, 0);
+
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
      * accumulator layout */
     const int row0 = warp * Tiles::kRows + (lane >> 2);
     float bias[NT][4];
     head_bias<NT>(bias, g, a.bias_table, h, row0, q4, bmul);
 
-    /* window w's rows into buffer b */
-    auto issue = [&](int w, int b) {
-        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
-                                                    w, h, tid);
-    };
-
-    int w = blockIdx.x, b = 0;
-    if (w < a.nwin) issue(w, 0);
+    if (!a.early && w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
         const int wn = w + gridDim.x;
         if (wn < a.nwin) issue(wn, b ^ 1);
