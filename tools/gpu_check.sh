@@ -33,7 +33,8 @@
 #   after a change to their kernels), without the verify memchecks; the summary lists what ran.
 # --cpu-dry-run: verify with --device cpu (fp32 only: the CPU engine's one precision), no
 #   sanitizers, GPU tests may skip: checks this script's parsing on a machine without a GPU.
-# Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_SANITIZER_TIMEOUT
+# Env: GPU_CHECK_CUDA_ARCH (CMAKE_CUDA_ARCHITECTURES, default 90), GPU_CHECK_VERIFY_JOBS (fixture
+#   verifies run at once in step 4, default 4; 1 runs them one after the other), GPU_CHECK_SANITIZER_TIMEOUT
 #   (seconds per compute-sanitizer run, default 150; a run cut short counts as failed),
 #   GPU_CHECK_JOBS (GPU tests run at once in step 3, default 4; the tests that measure free
 #   device memory are RUN_SERIAL in CTest and run alone).
@@ -164,28 +165,56 @@ record() {
     "$(field 'relative error' "$work/v")" "$(field 'top-1( agreement)?' "$work/v")" \
     "$verdict" "${last:0:200}" >>"$work/verify.tsv"
 }
-# verify_variant FIXTURE MODEL_DIR REFERENCE DEVICE "LABEL|[VAR=VALUE...] FLAGS...": one swin
-# verify (the environment settings first in the variant), its output into verify.log, its verdict
-# recorded
-verify_variant() {
-  local fx=$1 md=$2 ref=$3 dev=$4 label=${5%%|*} rc=0
+# verify_start N FIXTURE MODEL_DIR REFERENCE DEVICE "LABEL|[VAR=VALUE...] FLAGS...": one swin verify
+# (the environment settings first in the variant) in the background, its output, exit status and
+# description into $work/runs/N.*; verify_collect N then logs it into verify.log and records its
+# verdict. The fixtures' verifies run GPU_CHECK_VERIFY_JOBS at a time (default 4): each is a short
+# process on a tiny model (205 of them took 269 s one at a time on the H200, 1.3 s each, start-up,
+# tuning and capture included); they are collected in order afterwards, so the logs and the table
+# read as a sequential run.
+mkdir -p "$work/runs"
+verify_start() {
+  local n=$1 fx=$2 md=$3 ref=$4 dev=$5 label=${6%%|*}
   local -a flags envs=()
-  read -r -a flags <<<"${5#*|}"
+  read -r -a flags <<<"${6#*|}"
   while [[ ${flags[0]} == *=* ]]; do envs+=("${flags[0]}"); flags=("${flags[@]:1}"); done
+  printf '%s\n%s\n%s\n' "$fx" "$label" \
+    "######## $fx $label: ${envs[*]:+${envs[*]} }swin verify --model $md --device $dev ${flags[*]}" >"$work/runs/$n.meta"
   if [ $build_ok = 1 ]; then
-    env "${envs[@]}" timeout 300 "$build/swin" verify --model "$md" --reference "$ref" --device "$dev" \
-      "${flags[@]}" >"$work/v" 2>&1 || rc=$?
+    ( rc=0
+      env "${envs[@]}" timeout 300 "$build/swin" verify --model "$md" --reference "$ref" --device "$dev" \
+        "${flags[@]}" >"$work/runs/$n.out" 2>&1 || rc=$?
+      echo $rc >"$work/runs/$n.rc" ) &
   else
-    echo "FAIL not run: the build failed" >"$work/v"; rc=1
+    echo "FAIL not run: the build failed" >"$work/runs/$n.out"
+    echo 1 >"$work/runs/$n.rc"
   fi
-  { echo "######## $fx $label: ${envs[*]:+${envs[*]} }swin verify --model $md --device $dev ${flags[*]} (exit $rc)"
-    cat "$work/v"; } >>"$out/verify.log"
-  record "$fx" "$label" $rc
 }
+verify_collect() {
+  local n=$1 fx label head rc
+  { read -r fx; read -r label; read -r head; } <"$work/runs/$n.meta"
+  rc=$(cat "$work/runs/$n.rc" 2>/dev/null || echo 1)
+  { echo "$head (exit $rc)"; cat "$work/runs/$n.out"; } >>"$out/verify.log"
+  cp "$work/runs/$n.out" "$work/v"
+  record "$fx" "$label" "$rc"
+}
+# verify_variant (the arguments of verify_start without N): one verify, waited for and recorded
+verify_variant() {
+  verify_start 0 "$@"
+  wait
+  verify_collect 0
+}
+nrun=0
 for dir in "${fixtures[@]}"; do
   dir=${dir%/}
-  for v in "${variants[@]}"; do verify_variant "$(basename "$dir")" "$dir" "$dir/reference.safetensors" "$device" "$v"; done
+  for v in "${variants[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "${GPU_CHECK_VERIFY_JOBS:-4}" ]; do wait -n; done
+    nrun=$((nrun + 1))
+    verify_start $nrun "$(basename "$dir")" "$dir" "$dir/reference.safetensors" "$device" "$v"
+  done
 done
+wait
+for ((i = 1; i <= nrun; i++)); do verify_collect $i; done
 
 # ---- 4b. full-size models: the fixtures are small (C 8 to 32), so the kernels that take only
 # Swin's own widths (the one-kernel MLP: C 96, 128, 192) need real shapes. Random-weight Swin-T,
