@@ -8,6 +8,7 @@
 # reports that there is no usable GPU; any other failure fails the test. A fixture whose geometry
 # the CUDA engine refuses at session creation ("is not supported on the GPU yet", exit 2: non-square
 # or padded grids, odd merges) is counted as unsupported on GPU, not as a failure.
+# The verifies run SWIN_TEST_VERIFY_JOBS at a time (default 4) and are judged and printed in order.
 #   usage: cli_gpu_verify.sh SWIN_BINARY SOURCE_DIR [BUILD_DIR]
 set -u
 swin=$1
@@ -21,36 +22,49 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0 unsupported=0 first=1
+passed=0 failed=0 unsupported=0 n=0
+jobs_max=${SWIN_TEST_VERIFY_JOBS:-4}   # verifies at once: short processes on tiny models
 
-# verify DIR [extra flags...]
+# verify DIR [extra flags...]: one verify in the background (the first one in the foreground: a
+# machine without a usable GPU skips the test there), its output into $tmp/N.*
 verify() {
   local dir=${1%/}
   shift
-  local name rc last
-  name="$(basename "$dir") $*"
-  "$swin" verify --model "$dir" --reference "${REF:-$dir/reference.safetensors}" --device cuda "$@" \
-    >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  if [ $first = 1 ]; then
-    first=0
-    if [ $rc -ne 0 ] && grep -qE "no CUDA driver|no GPU found|no usable GPU|built without CUDA" "$tmp/err" "$tmp/out"; then
-      echo "cli_gpu_verify: skipped: $(head -n1 "$tmp/err")"
+  n=$((n + 1))
+  echo "$(basename "$dir") $*" >"$tmp/$n.name"
+  if [ $n -gt 1 ]; then
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  fi
+  ( rc=0
+    "$swin" verify --model "$dir" --reference "${REF:-$dir/reference.safetensors}" --device cuda "$@" \
+      >"$tmp/$n.out" 2>"$tmp/$n.err" || rc=$?
+    echo $rc >"$tmp/$n.rc" ) &
+  if [ $n = 1 ]; then
+    wait
+    if [ "$(cat "$tmp/1.rc")" -ne 0 ] && grep -qE "no CUDA driver|no GPU found|no usable GPU|built without CUDA" "$tmp/1.err" "$tmp/1.out"; then
+      echo "cli_gpu_verify: skipped: $(head -n1 "$tmp/1.err")"
       exit 77
     fi
   fi
-  last=$(tail -n1 "$tmp/out")
-  if [ $rc -eq 0 ] && [[ $last == PASS* ]] && grep -qE '^stage 0 .*  (PASS|over .*)$' "$tmp/out" &&
-     ! grep -qE '^stage .*FAIL' "$tmp/out"; then
+}
+
+# judge N: the verdict of verify N, in input order
+judge() {
+  local i=$1 name rc last
+  name=$(cat "$tmp/$i.name")
+  rc=$(cat "$tmp/$i.rc" 2>/dev/null || echo 1)
+  last=$(tail -n1 "$tmp/$i.out")
+  if [ "$rc" -eq 0 ] && [[ $last == PASS* ]] && grep -qE '^stage 0 .*  (PASS|over .*)$' "$tmp/$i.out" &&
+     ! grep -qE '^stage .*FAIL' "$tmp/$i.out"; then
     echo "ok   $name: $last"
     passed=$((passed + 1))
-  elif [ $rc -eq 2 ] && grep -qE 'is not supported on the GPU yet|has no FP8 tensor cores' "$tmp/err"; then
+  elif [ "$rc" -eq 2 ] && grep -qE 'is not supported on the GPU yet|has no FP8 tensor cores' "$tmp/$i.err"; then
     # a geometry the CUDA engine refuses by design at session creation (README, GPU engine)
-    echo "unsupported on GPU  $name: $(head -n1 "$tmp/err")"
+    echo "unsupported on GPU  $name: $(head -n1 "$tmp/$i.err")"
     unsupported=$((unsupported + 1))
   else
     echo "FAIL $name (exit $rc)"
-    sed 's/^/    /' "$tmp/out" "$tmp/err"
+    sed 's/^/    /' "$tmp/$i.out" "$tmp/$i.err"
     failed=$((failed + 1))
   fi
 }
@@ -71,6 +85,8 @@ for ref in "$src"/tests/data/ref_*/reference_*x*.safetensors; do
   size=${size%.safetensors}
   for p in fp32 fp16; do REF=$ref verify "$(dirname "$ref")" --precision "$p" --img-size "$size"; done
 done
+wait
+for ((i = 1; i <= n; i++)); do judge $i; done
 
 echo "cli_gpu_verify: $passed passed, $failed failed, $unsupported unsupported on GPU"
 [ $failed -eq 0 ] && [ $passed -gt 0 ]
