@@ -266,16 +266,11 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
-    g->candidates = GEMM_CANDIDATES;
-    const char *nc = getenv("SWIN_GEMM_CANDIDATES");
-    if (nc && *nc) {
-        char *end;
-        long v = strtol(nc, &end, 10);
-        if (*end || v < 1 || v > GEMM_CANDIDATES_MAX) {
-            free(g);
-            return swin_fail(SWIN_ERR_ARGUMENT, "SWIN_GEMM_CANDIDATES='%s': expected 1 to %d", nc, GEMM_CANDIDATES_MAX);
-        }
-        g->candidates = (int)v;
+    swin_status est = swin_env_int("SWIN_GEMM_CANDIDATES", 1, GEMM_CANDIDATES_MAX, GEMM_CANDIDATES,
+                                   "cuBLASLt algorithms", &g->candidates);
+    if (est != SWIN_OK) {
+        free(g);
+        return est;
     }
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
@@ -586,6 +581,6 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
                                                    sizeof w_scale));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
                                                    sizeof in_scale));
-    int ran_x3 = 0;
-    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, st, &ran_x3);
+    int ran_own = 0;
+    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, st, &ran_own);
 }

@@ -56,6 +56,21 @@ static inline int swin_env_is(const char *name, const char *value) {
     return v && !strcmp(v, value);
 }
 
+/* An integer setting from the environment: *out = def when name is unset or empty, else its
+ * value, which must be a whole number in [lo, hi] (what: the unit the message names). */
+static inline swin_status swin_env_int(const char *name, int lo, int hi, int def, const char *what, int *out) {
+    const char *e = getenv(name);
+    if (!e || !*e) {
+        *out = def;
+        return SWIN_OK;
+    }
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v < lo || v > hi) return swin_fail(SWIN_ERR_ARGUMENT, "%s='%s': expected %d to %d %s", name, e, lo, hi, what);
+    *out = (int)v;
+    return SWIN_OK;
+}
+
 /* Read a whole small file (configs, label lists) up to max bytes; NUL-terminated. */
 swin_status swin_read_text(const char *path, size_t max, char **out, size_t *len);
 

@@ -369,8 +369,9 @@ swin_status swin_engine_enqueue_attention(swin_engine *e, int B) {
 // So at batch 1 every kernel is a few microseconds of small grids, none dominant: the 0.25 ms
 // goal needs fewer kernels (fusions across ops), not faster ones. At batch 8 the fused fc1 + GELU
 // is slower than cuBLASLt's fc1 plus the GELU pass (docs/PERFORMANCE.md: MLP fused/unfused 0.95x
-// for Swin-T fp16 and bf16 at batch 8 with PDL, 1.05x for SwinV2-T): a per-shape choice between
-// the two, timed like the GEMM's algorithms, is the next step there.
+// for Swin-T fp16 and bf16 at batch 8 with PDL, 1.05x for SwinV2-T): SWIN_GEMM_FUSED_TUNE=1 makes
+// that choice per shape, timed like the GEMM's algorithms (kernels/gemm.c: 3% at SwinV2-T's batch
+// 8, noise elsewhere, so opt-in).
 
 static swin_status capture(swin_engine *e, int B) {
     cudaGraph_t g = NULL;

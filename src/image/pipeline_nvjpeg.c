@@ -104,27 +104,13 @@ void swin_pipe_gpu_decode(pipe_t *q, pipe_gdec *dec, swin_nvjpeg_buffer *px, int
     *ms += swin_pipe_now_ms() - t0;
 }
 
-/* an integer from the environment variable var in [lo, hi], else def when it is not set */
-static swin_status env_int(const char *var, int lo, int hi, int def, const char *what, int *out) {
-    const char *e = getenv(var);
-    if (!e || !*e) {
-        *out = def;
-        return SWIN_OK;
-    }
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v < lo || v > hi) return swin_fail(SWIN_ERR_ARGUMENT, "%s='%s': expected %d to %d %s", var, e, lo, hi, what);
-    *out = (int)v;
-    return SWIN_OK;
-}
-
 swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, swin_decoder decoder, int *out) {
     int n = o->nvjpeg_decoders;
     if (n == 0) {
         if (decoder == SWIN_DECODER_GPU)
-            SWIN_TRY(env_int("SWIN_JPEG_GPU_DECODERS", 1, MAX_DECODERS, DEFAULT_EXACT_DECODERS, "GPU decoders", &n));
+            SWIN_TRY(swin_env_int("SWIN_JPEG_GPU_DECODERS", 1, MAX_DECODERS, DEFAULT_EXACT_DECODERS, "GPU decoders", &n));
         else
-            SWIN_TRY(env_int("SWIN_NVJPEG_STATES", 1, MAX_DECODERS, DEFAULT_DECODERS, "nvJPEG decoders", &n));
+            SWIN_TRY(swin_env_int("SWIN_NVJPEG_STATES", 1, MAX_DECODERS, DEFAULT_DECODERS, "nvJPEG decoders", &n));
     }
     if (n < 1 || n > MAX_DECODERS)
         return swin_fail(SWIN_ERR_ARGUMENT, "pipeline nvjpeg_decoders %d out of range [0, %d]", n, MAX_DECODERS);
@@ -134,7 +120,7 @@ swin_status swin_pipe_nvj_count(const swin_pipeline_options *o, swin_decoder dec
 
 swin_status swin_pipe_gpu_share(const swin_pipeline_options *o, int B, int *out) {
     int pct = o->gpu_share;
-    if (pct == 0) SWIN_TRY(env_int("SWIN_JPEG_GPU_SHARE", 1, 100, DEFAULT_EXACT_SHARE, "percent", &pct));
+    if (pct == 0) SWIN_TRY(swin_env_int("SWIN_JPEG_GPU_SHARE", 1, 100, DEFAULT_EXACT_SHARE, "percent", &pct));
     if (pct < 1 || pct > 100) return swin_fail(SWIN_ERR_ARGUMENT, "pipeline gpu_share %d out of range [0, 100]", pct);
     *out = (int)(((long)B * pct + 50) / 100);
     if (*out < 1) *out = 1;
