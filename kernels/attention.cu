@@ -401,7 +401,6 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
         Tf32HeadArgs h;
         h.set(out, qkv, bias_table, scale, g, v2);
         h.vb = 16;
-        h.tiles = g.npad / Tiles::kRows;
         h.nwin = nwin;
         h.early = head_early();
         return launch_tf32_head(h, sms, st);

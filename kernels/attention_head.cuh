@@ -143,6 +143,57 @@ __device__ __forceinline__ void head_mask(float (&c)[NT][4], const float (&from)
     }
 }
 
+/* a window walk's step: the next window's copies (issue(w + gridDim.x, b ^ 1)) or an empty group,
+ * then this window's (buffer b) landed and visible to the whole CTA */
+template <typename Issue>
+__device__ __forceinline__ void head_next(Issue &issue, int w, int b, int nwin) {
+    const int wn = w + gridDim.x;
+    if (wn < nwin) issue(wn, b ^ 1);
+    else cp_async_commit();   // an empty group: "all but the newest" is then this window's
+    cp_async_wait_one();
+    __syncthreads();
+}
+
+/* V2's scores in the log2 domain: s / (|q| |k|) scale log2(e) + bias', with rk the window's
+ * 1 / |k| and sc0, sc1 scale log2(e) / |q| of the lane's rows */
+template <int NT>
+__device__ __forceinline__ void head_cosine(float (&s)[NT][4], const float (&bias)[NT][4], const float *rk, int q4,
+                                           float sc0, float sc1) {
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        const float2 r = *reinterpret_cast<const float2 *>(rk + n * 8 + 2 * q4);
+        s[n][0] = fmaf(s[n][0] * r.x, sc0, bias[n][0]);
+        s[n][1] = fmaf(s[n][1] * r.y, sc0, bias[n][1]);
+        s[n][2] = fmaf(s[n][2] * r.x, sc1, bias[n][2]);
+        s[n][3] = fmaf(s[n][3] * r.y, sc1, bias[n][3]);
+    }
+}
+
+/* one-pass softmax over the window's keys, log2 domain s ssc: s becomes exp2(s ssc - max ssc) of
+ * its row, l the lane's partial sums of rows row0, row0 + 8 (a row's keys are a quad's) */
+template <int NT>
+__device__ __forceinline__ void head_softmax(float (&s)[NT][4], float ssc, float (&l)[2]) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const float nb = -swin_quad_max(mx[r]) * ssc;   /* key 0 is always in the window: finite */
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const float p0 = fast_exp2(fmaf(s[n][2 * r], ssc, nb));
+            const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], ssc, nb));
+            s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
+            sum += p0 + p1;
+        }
+        l[r] = sum;
+    }
+}
+
 template <typename T, bool V2>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
@@ -176,11 +227,7 @@ attn_head_kernel(MmaArgs a) {
 
     if (!a.early && w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
-        const int wn = w + gridDim.x;
-        if (wn < a.nwin) issue(wn, b ^ 1);
-        else cp_async_commit();   // an empty group: "all but the newest" is then this window's
-        cp_async_wait_one();
-        __syncthreads();
+        head_next(issue, w, b, a.nwin);
         const unsigned char *buf = smem + b * HeadSmem::kBuf;
         const T *qs = reinterpret_cast<const T *>(buf), *ks = reinterpret_cast<const T *>(buf + HeadSmem::kMat);
         const T *vs = reinterpret_cast<const T *>(buf + 2 * HeadSmem::kMat);
@@ -235,39 +282,12 @@ attn_head_kernel(MmaArgs a) {
 #pragma unroll
                 for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
                 scores(s);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const float2 r = *reinterpret_cast<const float2 *>(rk + n * 8 + 2 * q4);
-                    s[n][0] = fmaf(s[n][0] * r.x, sc0, bias[n][0]);
-                    s[n][1] = fmaf(s[n][1] * r.y, sc0, bias[n][1]);
-                    s[n][2] = fmaf(s[n][2] * r.x, sc1, bias[n][2]);
-                    s[n][3] = fmaf(s[n][3] * r.y, sc1, bias[n][3]);
-                }
+                head_cosine<NT>(s, bias, rk, q4, sc0, sc1);
                 if (masked) add_mask(s, s);
                 ssc = 1.0f;
             }
-            /* one-pass softmax over the window's keys (log2 domain: s ssc) */
-            float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-                mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-            }
             WarpTile<HD> t;
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                mx[r] = swin_quad_max(mx[r]);
-                const float nb = -mx[r] * ssc;   /* key 0 is always in the window: mx is finite */
-                float l = 0.f;
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const float p0 = fast_exp2(fmaf(s[n][2 * r], ssc, nb));
-                    const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], ssc, nb));
-                    s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
-                    l += p0 + p1;
-                }
-                t.l[r] = l;
-            }
+            head_softmax<NT>(s, ssc, t.l);
             /* O = P V */
 #pragma unroll
             for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;

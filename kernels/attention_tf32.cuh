@@ -154,12 +154,11 @@ __device__ __forceinline__ void tf32_stage(const AttnIO<float> &a, const Geom &g
 template <int HD, bool X3>
 using QTail = uint32_t[X3 ? HD / 8 : 1][4];
 
-/* a warp's query rows r0 + gq (+ 8): Q A-fragments (X3: heads qa, tails ql), the rows' scale
- * (V2: / |q|), bias base and region */
+/* Q A-fragments of a warp's query rows r0 + gq (+ 8), rows HD + 4 floats apart (X3: heads qa,
+ * tails ql) */
 template <int HD, bool X3>
-__device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g, const float *qs, const int *kinfo,
-                                           int h, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4],
-                                           QTail<HD, X3> &ql, float (&sc)[2], int (&qb)[2], int (&qr)[2]) {
+__device__ __forceinline__ void tf32_q_frags(const float *qs, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4],
+                                             QTail<HD, X3> &ql) {
     constexpr int LD = HD + Tf32Tiles::kPad;
 #pragma unroll
     for (int kk = 0; kk < HD / 8; kk++) {
@@ -175,6 +174,16 @@ __device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g
             qa[kk][3] = to_tf32(p[8 * LD + 4]);
         }
     }
+}
+
+/* a warp's query rows r0 + gq (+ 8): Q A-fragments (tf32_q_frags), the rows' scale (V2: / |q|),
+ * bias base and region */
+template <int HD, bool X3>
+__device__ __forceinline__ void tf32_query(const AttnIO<float> &a, const Geom &g, const float *qs, const int *kinfo,
+                                           int h, int r0, int gq, int t4, uint32_t (&qa)[HD / 8][4],
+                                           QTail<HD, X3> &ql, float (&sc)[2], int (&qb)[2], int (&qr)[2]) {
+    constexpr int LD = HD + Tf32Tiles::kPad;
+    tf32_q_frags<HD, X3>(qs, r0, gq, t4, qa, ql);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = r0 + gq + 8 * r;

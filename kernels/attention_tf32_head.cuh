@@ -20,9 +20,11 @@
  * apart as there (conflict-free fragment loads). Numerics are the TF32 kernel's: only the order of
  * the bias and scale operations differs (fp32 rounding).
  * Shared memory: two buffers of {Q, K, V rows, key regions} (27.9 KB each) and V2's 1 / |k|:
- * 56 KB a CTA, 4 CTAs an SM (the opt-in above 48 KB). Registers: 128 (V1) and 125 (V2), no spills
- * (the measurements below ran a V1 that spilled 24 bytes, before the set-up moved into
- * attention_head.cuh's head_bias / head_issue / head_mask; not re-timed since).
+ * 56 KB a CTA, 4 CTAs an SM (the opt-in above 48 KB). Registers: 128 (V1) and 124 (V2), no spills.
+ * The measurements below ran the first form of this kernel, whose V1 spilled 24 bytes and which
+ * guarded its body with warp < tiles (always true here: 4 warps, 4 query tiles), for which ptxas
+ * also built a divergent copy of the shuffles; the steps it shares with attn_head_kernel are now
+ * attention_head.cuh's head_* functions (not re-timed since).
  * Measured on the H200 (2026-11-28, one build, SWIN_ATTN_TF32_HEAD=0 / default in one run,
  * `swin bench --precision tf32 --iters 20`, median ms; the attention ops alone, the bench's
  * `attn fused` column, in brackets; two runs at Swin-T batch 256):
@@ -55,8 +57,7 @@ struct Tf32HeadSmem {
     static constexpr int kTotal = kRk + HeadTiles::kMaxN * 4;
 };
 
-struct Tf32HeadArgs : AttnIO<float> {
-    int tiles;   // query tiles of 16 rows per window (npad / 16)
+struct Tf32HeadArgs : AttnIO<float> {   // a window's 4 query tiles are the CTA's 4 warps
     int nwin;    // windows B*nW
     int early;   // the first window's copies before the bias lookup (attention.cu, head_early)
 };
@@ -87,11 +88,7 @@ attn_tf32_head_kernel(Tf32HeadArgs a) {
 
     if (!a.early && w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
-        const int wn = w + gridDim.x;
-        if (wn < a.nwin) issue(wn, b ^ 1);
-        else cp_async_commit();   // an empty group: "all but the newest" is then this window's
-        cp_async_wait_one();
-        __syncthreads();
+        head_next(issue, w, b, a.nwin);
         const unsigned char *buf = smem + b * Tf32HeadSmem::kBuf;
         const float *qs = reinterpret_cast<const float *>(buf);
         const float *ks = reinterpret_cast<const float *>(buf + Tf32HeadSmem::kMat);
@@ -101,78 +98,43 @@ attn_tf32_head_kernel(Tf32HeadArgs a) {
             if (tid < HeadTiles::kMaxN) rk[tid] = inv_norm_f32<HD>(ks + tid * LD);
             __syncthreads();
         }
-        if (warp < a.tiles) {
-            int wy, wx;
-            window_pos(g, w, &wy, &wx);
-            const bool masked = window_masked(g, wy, wx);
-            const int *reg = reinterpret_cast<const int *>(buf + 3 * Tf32HeadSmem::kMat);
-            uint32_t qa[HD / 8][4];
-            QTail<HD, false> ql;
+        int wy, wx;
+        window_pos(g, w, &wy, &wx);
+        const bool masked = window_masked(g, wy, wx);
+        const int *reg = reinterpret_cast<const int *>(buf + 3 * Tf32HeadSmem::kMat);
+        uint32_t qa[HD / 8][4];
+        QTail<HD, false> ql;
+        tf32_q_frags<HD, false>(qs, r0, gq, t4, qa, ql);
+        /* S: key tiles past the window's keys are left as they start (V1: -inf; V2: 0, then -inf
+         * from the bias) */
+        float s[NT][4];
+        float ssc = sc;   /* the softmax's factor from s to the log2 domain */
 #pragma unroll
-            for (int kk = 0; kk < HD / 8; kk++) {
-                const float *p = qs + (r0 + gq) * LD + kk * 8 + t4;
-                qa[kk][0] = to_tf32(p[0]);
-                qa[kk][1] = to_tf32(p[8 * LD]);
-                qa[kk][2] = to_tf32(p[4]);
-                qa[kk][3] = to_tf32(p[8 * LD + 4]);
-            }
-            /* S: key tiles past the window's keys are left as they start (V1: -inf; V2: 0, then
-             * -inf from the bias) */
-            float s[NT][4];
-            float ssc = sc;   /* the softmax's factor from s to the log2 domain */
+        for (int n = 0; n < NT; n++)
 #pragma unroll
-            for (int n = 0; n < NT; n++)
+            for (int i = 0; i < 4; i++) s[n][i] = V2 ? 0.f : bias[n][i];
+        if (!V2 && masked) head_mask<NT>(s, s, reg, r0 + gq, t4, mask);
 #pragma unroll
-                for (int i = 0; i < 4; i++) s[n][i] = V2 ? 0.f : bias[n][i];
-            if (!V2 && masked) head_mask<NT>(s, s, reg, r0 + gq, t4, mask);
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-                if (n < nkt) tf32_qk_tile<HD, false>(s[n], qa, ql, ks, n, gq, t4);
-            if constexpr (V2) {
-                const float rq = inv_norm_f32<HD>(qs + (r0 + (lane & 15)) * LD);
-                const float sc0 = sc * __shfl_sync(0xffffffffu, rq, gq);
-                const float sc1 = sc * __shfl_sync(0xffffffffu, rq, gq + 8);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const float2 r = *reinterpret_cast<const float2 *>(rk + n * 8 + 2 * t4);
-                    s[n][0] = fmaf(s[n][0] * r.x, sc0, bias[n][0]);
-                    s[n][1] = fmaf(s[n][1] * r.y, sc0, bias[n][1]);
-                    s[n][2] = fmaf(s[n][2] * r.x, sc1, bias[n][2]);
-                    s[n][3] = fmaf(s[n][3] * r.y, sc1, bias[n][3]);
-                }
-                if (masked) head_mask<NT>(s, s, reg, r0 + gq, t4, mask);
-                ssc = 1.0f;
-            }
-            /* one-pass softmax over the window's keys (log2 domain: s ssc); a row's keys live in
-             * the 4 lanes of a quad */
-            float mx[2] = {-INFINITY, -INFINITY}, l[2];
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-                mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-            }
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const float nb = -swin_quad_max(mx[r]) * ssc;   /* key 0 is always in the window: finite */
-                float sum = 0.f;
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    const float p0 = fast_exp2(fmaf(s[n][2 * r], ssc, nb));
-                    const float p1 = fast_exp2(fmaf(s[n][2 * r + 1], ssc, nb));
-                    s[n][2 * r] = p0, s[n][2 * r + 1] = p1;
-                    sum += p0 + p1;
-                }
-                l[r] = swin_quad_sum(sum);
-            }
-            /* O = P V, k permuted (tf32_pv_tile) */
-            float o[HD / 8][4];
-            OTail<HD, false> ol;
-            tf32_o_zero<HD, false>(o, ol);
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-                if (n < nkt) tf32_pv_tile<HD, false>(o, ol, s[n], vs, n, gq, t4);
-            tf32_store<HD>(a, g, o, l, w, h, r0, gq, t4);
+        for (int n = 0; n < NT; n++)
+            if (n < nkt) tf32_qk_tile<HD, false>(s[n], qa, ql, ks, n, gq, t4);
+        if constexpr (V2) {
+            const float rq = inv_norm_f32<HD>(qs + (r0 + (lane & 15)) * LD);
+            head_cosine<NT>(s, bias, rk, t4, sc * __shfl_sync(0xffffffffu, rq, gq),
+                            sc * __shfl_sync(0xffffffffu, rq, gq + 8));
+            if (masked) head_mask<NT>(s, s, reg, r0 + gq, t4, mask);
+            ssc = 1.0f;
         }
+        float l[2];
+        head_softmax<NT>(s, ssc, l);
+        l[0] = swin_quad_sum(l[0]), l[1] = swin_quad_sum(l[1]);
+        /* O = P V, k permuted (tf32_pv_tile) */
+        float o[HD / 8][4];
+        OTail<HD, false> ol;
+        tf32_o_zero<HD, false>(o, ol);
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            if (n < nkt) tf32_pv_tile<HD, false>(o, ol, s[n], vs, n, gq, t4);
+        tf32_store<HD>(a, g, o, l, w, h, r0, gq, t4);
         __syncthreads();   // every warp is done with buffer b before the next iteration refills it
     }
 }
