@@ -204,19 +204,9 @@ static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int 
     return SWIN_OK;
 }
 
-/* SWIN_ATTN_EARLY=1 in the environment: the head kernels (attn_head_kernel, attn_tf32_head_kernel)
- * issue their first window's copies before they look the bias up, so that the two latencies overlap
- * (a CTA walks one or two windows at batch 1); opt-in until measured (read once) */
-static int head_early() {
-    static const int on = swin_env_on("SWIN_ATTN_EARLY", 0);
-    return on;
-}
-
 template <typename T>
-static swin_status launch_head(const MmaArgs &a0, int sms, cudaStream_t st) {
+static swin_status launch_head(const MmaArgs &a, int sms, cudaStream_t st) {
     static int per_sm_v[2] = {0, 0};   /* per T and version */
-    MmaArgs a = a0;
-    a.early = head_early();
     return launch_walk(a.v2 ? attn_head_kernel<T, true> : attn_head_kernel<T, false>, a, HeadSmem::kTotal,
                        per_sm_v[a.v2 ? 1 : 0], sms, "attn_head_kernel", st);
 }
@@ -402,7 +392,6 @@ static swin_status launch_tf32(float *out, const float *qkv, const float *bias_t
         h.set(out, qkv, bias_table, scale, g, v2);
         h.vb = 16;
         h.nwin = nwin;
-        h.early = head_early();
         return launch_tf32_head(h, sms, st);
     }
     AttnIO<float> a;

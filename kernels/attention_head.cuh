@@ -210,22 +210,24 @@ attn_head_kernel(MmaArgs a) {
     const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;
     T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
 
-    /* window w's rows into buffer b */
-    auto issue = [&](int w, int b) {
-        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
-                                                    w, h, tid);
-    };
-    int w = blockIdx.x, b = 0;
-    /* a.early: the first window's copies start before the bias lookup (their latencies overlap) */
-    if (a.early && w < a.nwin) issue(w, 0);
-
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
      * accumulator layout */
     const int row0 = warp * Tiles::kRows + (lane >> 2);
     float bias[NT][4];
     head_bias<NT>(bias, g, a.bias_table, h, row0, q4, bmul);
 
-    if (!a.early && w < a.nwin) issue(w, 0);
+    /* window w's rows into buffer b */
+    auto issue = [&](int w, int b) {
+        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
+                                                    w, h, tid);
+    };
+
+    /* Tried (H200, 2026-11-28, fp16 batch 1 and 8, swin bench -n 200, two rounds): issuing the
+     * first window's copies before the bias lookup above, so that the latencies overlap. Swin-T
+     * 0.419 / 0.420 ms as here against 0.419 / 0.416 at batch 1, 0.666 / 0.669 against 0.656 /
+     * 0.677 at 8; SwinV2-T 0.433 / 0.434 against 0.427 / 0.442: within the runs' spread, removed */
+    int w = blockIdx.x, b = 0;
+    if (w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
         head_next(issue, w, b, a.nwin);
         const unsigned char *buf = smem + b * HeadSmem::kBuf;

@@ -92,7 +92,6 @@ struct MmaArgs : AttnIO<void> {
     FastDiv div_groups;        // by groups (set by the launcher)
     int kv_rows;               // keys held in smem at a time (npad when resident)
     int nwin;                  // windows B*nW
-    int early;                 // attn_head_kernel: the first window's copies before the bias lookup
     swin_q8_dst q8;            // out's E4M3 copy (ops.h; q8.q NULL: none), written by tile_end
 };
 

@@ -59,7 +59,6 @@ struct Tf32HeadSmem {
 
 struct Tf32HeadArgs : AttnIO<float> {   // a window's 4 query tiles are the CTA's 4 warps
     int nwin;    // windows B*nW
-    int early;   // the first window's copies before the bias lookup (attention.cu, head_early)
 };
 
 template <bool V2>
@@ -75,18 +74,17 @@ attn_tf32_head_kernel(Tf32HeadArgs a) {
     const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
     const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;   /* as attn_head_kernel */
 
-    /* window w's rows into buffer b */
-    auto issue = [&](int w, int b) {
-        head_issue<float, HD, LD, Tf32HeadSmem::kMat, nthr>(smem + b * Tf32HeadSmem::kBuf, a.qkv, g, w, h, tid);
-    };
-    int w = blockIdx.x, b = 0;
-    if (a.early && w < a.nwin) issue(w, 0);   /* as attn_head_kernel */
-
     /* this lane's bias' (rows r0 + gq, + 8; keys 8 n + 2 t4, + 1), in the accumulator layout */
     float bias[NT][4];
     head_bias<NT>(bias, g, a.bias_table, h, r0 + gq, t4, bmul);
 
-    if (!a.early && w < a.nwin) issue(w, 0);
+    /* window w's rows into buffer b */
+    auto issue = [&](int w, int b) {
+        head_issue<float, HD, LD, Tf32HeadSmem::kMat, nthr>(smem + b * Tf32HeadSmem::kBuf, a.qkv, g, w, h, tid);
+    };
+
+    int w = blockIdx.x, b = 0;
+    if (w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
         head_next(issue, w, b, a.nwin);
         const unsigned char *buf = smem + b * Tf32HeadSmem::kBuf;
