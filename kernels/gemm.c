@@ -76,7 +76,11 @@
         }                                                                                          \
     } while (0)
 
-#define GEMM_CANDIDATES 8        /* the heuristic's candidates asked for and timed, by default */
+/* the heuristic's candidates asked for and timed, by default. 32 measured against 8 (H200,
+ * 2026-11-28, swin bench fp16 batch 1 and 8 -n 200, two rounds): Swin-T 0.415 / 0.421 against
+ * 0.419 / 0.422 ms at batch 1, 0.676 / 0.665 against 0.668 / 0.659 at 8; SwinV2-T 0.434 / 0.435
+ * against 0.434 / 0.438, 0.722 / 0.730 against 0.712 / 0.734: within the runs' spread */
+#define GEMM_CANDIDATES 8
 #define GEMM_CANDIDATES_MAX 32   /* ... at most (SWIN_GEMM_CANDIDATES) */
 #define GEMM_TUNE_REPS 5
 

@@ -40,14 +40,17 @@
  *     into them with TMA (an mbarrier a warpgroup, one phase a tile); the epilogue waits for it
  *     and each thread adds the residual at the place it writes its output (epi_store).
  * Shared memory: STAGES x 32 KiB of operands + 2 x 32 KiB of staging + the barriers (225 KiB);
- * fp32 (TF32) outputs: 3 x 32 KiB + 2 x 64 KiB (stages(), out_tile()), or with
- * SWIN_GEMM_TMA_SPLIT=1 (opt-in; GELU and PLAIN epilogues) 5 x 32 KiB + 2 x 32 KiB, each tile's
- * outputs staged and stored in two halves of its columns, the second half waiting until the
- * first half's stores have read the staging rows (SPLIT). Why: TF32 fc1 + GELU takes 4.89 ms of
+ * fp32 (TF32) outputs of GELU and PLAIN epilogues: 5 x 32 KiB + 2 x 32 KiB, each tile's outputs
+ * staged and stored in two halves of its columns, the second half waiting until the first half's
+ * stores have read the staging rows (SPLIT 2; SWIN_GEMM_TMA_SPLIT=0 stages them whole in
+ * 3 x 32 KiB + 2 x 64 KiB, as RESID does: stages(), out_tile()). Why: TF32 fc1 + GELU takes 4.89 ms of
  * Swin-T's 18.98 at batch 256 (--breakdown, H200, 2026-11-28) where cuBLASLt's fc2 of the same
  * FLOPs takes 3.30 (stage 2, K 384: 2.13 against 1.33), and a TF32 k-tile holds half the K of a
  * 16-bit one for the same MMA time, so 3 slots keep about half as much of the loads' latency
- * covered as the 16-bit ring's 5. Compiled; not measured yet (test_gpu_gemm_tma_split runs it).
+ * covered as the 16-bit ring's 5. Measured (H200, 2026-11-28, Swin-T tf32, swin bench -n 30, two
+ * rounds, 0 then 1): batch 256 16.847 / 16.803 ms whole against 16.669 / 16.665 split, and 16.216
+ * against 16.105 with --breakdown; batch 64 4.472 / 4.457 against 4.376 / 4.432: 1% every time, so
+ * split is the default (test_gpu_gemm_tma_split0 runs the GEMM test whole).
  * Threads and registers: 544 (WPT 2), 65536 / 544 leaves 120 a thread (ptxas: 96); 288 (WPT 1),
  * 224 a thread (ptxas: 168).
  * Why two warpgroups a team: with one, the epilogue (a GELU of 14 instructions an output) ran on
@@ -490,10 +493,10 @@ bool tail_on(void) {
     return on;
 }
 
-/* SWIN_GEMM_TMA_SPLIT=1: fp32 (TF32) GELU and PLAIN outputs staged in two halves of a tile's
- * columns, which leaves room for a 5-slot ring instead of 3 (opt-in, read once) */
+/* fp32 (TF32) GELU and PLAIN outputs staged in two halves of a tile's columns, which leaves room
+ * for a 5-slot ring instead of 3; SWIN_GEMM_TMA_SPLIT=0 stages them whole (read once) */
 bool split_on(void) {
-    static const bool on = swin_env_on("SWIN_GEMM_TMA_SPLIT", 0);
+    static const bool on = swin_env_on("SWIN_GEMM_TMA_SPLIT", 1);
     return on;
 }
 
