@@ -148,8 +148,15 @@ int main(int argc, char **argv) {
     } else if (CHECK(cs == SWIN_OK, "nvjpeg create: %s", swin_last_error())) {
         printf("nvJPEG backend: %s\n", swin_nvjpeg_backend(dec));
         swin_nvjpeg_buffer px = {0};
-        int far = 0, njpeg = 0;
+        int far = 0, njpeg = 0, outside = 0, guarded = 0;
         double all_sum = 0, all_n = 0;
+        /* a buffer larger than any fixture batch needs (16 copies of the largest hardware image),
+         * poisoned before each decode: what nvJPEG writes past the regions the decoder laid out
+         * (swin_nvjpeg_stats.last_bytes, each image's pixels back to back) would show, whatever
+         * the order of the writes */
+        CHECK(swin_nvjpeg_buffer_reserve(&px, 0, (size_t)4 << 20) == SWIN_OK, "nvjpeg buffer: %s", swin_last_error());
+        uint8_t *poisoned = malloc(px.cap);
+        uint8_t *const px_dev = px.dev;
         for (int i = 0; i < first_bad; i++) {
             const char *p = paths[i], *dot = strrchr(p, '.');
             if (!dot || strcmp(dot, ".jpg")) continue;
@@ -161,7 +168,19 @@ int main(int argc, char **argv) {
             const uint8_t *d1[1] = {data};
             size_t l1[1] = {len};
             const char *n1[1] = {p};
+            const int poison = poisoned && px.dev == px_dev && cudaMemset(px.dev, 0xA5, px.cap) == cudaSuccess;
             if (swin_nvjpeg_decode_into(dec, &px, d1, l1, n1, 1, &o) == SWIN_OK && o.ok) {
+                swin_nvjpeg_stats ns;
+                swin_nvjpeg_get_stats(dec, &ns);
+                size_t last = 0;   /* one past the last byte written (poison left unchanged) */
+                if (poison && px.dev == px_dev && cudaMemcpy(poisoned, px.dev, px.cap, cudaMemcpyDeviceToHost) == cudaSuccess) {
+                    for (last = px.cap; last > 0 && poisoned[last - 1] == 0xA5; last--) {}
+                    guarded++;
+                    if (last > ns.last_bytes) {
+                        outside++;
+                        printf("  nvjpeg %s: bytes written up to %zu, past the %zu laid out\n", p, last, ns.last_bytes);
+                    }
+                }
                 size_t bytes = (size_t)o.width * o.height * 3;
                 uint8_t *h = malloc(bytes);
                 double sum = 0;
@@ -175,7 +194,8 @@ int main(int argc, char **argv) {
                         sum += dd;
                         if (dd > maxd) maxd = dd;
                     }
-                    printf("  nvjpeg %-60s mean |diff| %.3f, max %d\n", p, sum / bytes, maxd);
+                    printf("  nvjpeg %-60s mean |diff| %.3f, max %d; written to byte %zu of %zu\n", p, sum / bytes, maxd,
+                           last, ns.last_bytes);
                     if (bytes >= 3 * 1024 && sum / bytes > 3.0) far++;   /* tiny files: a pixel or two decide */
                     all_sum += sum;
                     all_n += bytes;
@@ -189,6 +209,10 @@ int main(int argc, char **argv) {
             free(data);
         }
         CHECK(njpeg >= 10, "nvJPEG decoded %d fixture JPEGs", njpeg);
+        CHECK(guarded == njpeg, "nvjpeg: %d of %d decodes checked in the poisoned buffer (%zu bytes, %s)", guarded, njpeg,
+              px.cap, px.dev == px_dev ? "kept" : "grown");
+        CHECK(outside == 0, "nvjpeg: %d JPEGs written past the buffer's regions", outside);
+        free(poisoned);
         CHECK(far == 0, "%d JPEGs of >= 1024 pixels decoded by nvJPEG with mean |diff| > 3 levels from libjpeg", far);
         CHECK(all_n > 0 && all_sum / all_n <= 1.5, "nvJPEG vs libjpeg over all fixtures: mean |diff| %.3f levels (<= 1.5)",
               all_n > 0 ? all_sum / all_n : -1.0);
@@ -232,9 +256,9 @@ int main(int argc, char **argv) {
                        one.err[i], three.got[i], three.err[i], dmax);
             }
         }
-        printf("nvJPEG decoders: %d and %d; batched set-ups %d and %d, padding images %d and %d\n",
-               st1.nvjpeg_decoders, st3.nvjpeg_decoders, st1.nvjpeg_hw_setups, st3.nvjpeg_hw_setups,
-               st1.nvjpeg_hw_padding, st3.nvjpeg_hw_padding);
+        printf("nvJPEG decoders: %d and %d; batched set-ups %d and %d, padding images %d and %d, JPEGs left to libjpeg "
+               "%d and %d\n", st1.nvjpeg_decoders, st3.nvjpeg_decoders, st1.nvjpeg_hw_setups, st3.nvjpeg_hw_setups,
+               st1.nvjpeg_hw_padding, st3.nvjpeg_hw_padding, st1.cpu_fallback, st3.cpu_fallback);
         CHECK(one.calls == n && three.calls == n && one.in_order && three.in_order,
               "nvjpeg decoder threads: every file delivered once, in order");
         CHECK(st1.nvjpeg_decoders == 1 && st3.nvjpeg_decoders == 3, "nvjpeg decoders used: %d and %d (want 1 and 3)",

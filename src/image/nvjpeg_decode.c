@@ -219,6 +219,9 @@ found:
     return h;
 }
 
+/* An image's region of the buffer: its pixels, rounded to 256 bytes. nvJPEG writes nothing past an
+ * image's last row, whole MCUs or not (test_gpu_pipeline poisons the buffer: on the H200 the writes
+ * of every fixture, 4:2:0 and 4:2:2 files of odd sizes among them, end at the pixels' last byte). */
 static size_t rgb_bytes(int w, int h) { return ((size_t)w * h * 3 + 255) & ~(size_t)255; }
 
 static nvjpegImage_t dest(swin_nvjpeg_image *o) {
@@ -304,6 +307,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     int size = (nhw + HW_GRANULE - 1) / HW_GRANULE * HW_GRANULE, npad = size - nhw;
     size_t pad_at = total;
     if (npad > 0) total += (size_t)npad * rgb_bytes(out[small].width, out[small].height);
+    d->stats.last_bytes = total;
     if ((st = swin_nvjpeg_buffer_reserve(px, d->dev, total ? total : 256)) != SWIN_OK) return fail_all(out, n, st);
     for (int i = 0; i < n; i++)
         if (out[i].ok) out[i].rgb = px->dev + (uintptr_t)out[i].rgb;
@@ -332,6 +336,16 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
         if (!out[i].ok) continue;
         if (hw_done && j < nhw && d->hw_idx[j] == i) { j++; continue; }
         nvjpegImage_t im = dest(&out[i]);
+        /* The previous image's decode done first. nvjpegDecode decodes the entropy-coded data on
+         * the host into the state's pinned buffer and queues its copy to the GPU on the stream,
+         * behind the JPEG engines' batch; the next call refills that buffer. Once, with three
+         * decoder threads sharing the engines (test_gpu_pipeline, 1 of its 8 runs on the H200 on
+         * 2026-11-28), the first of two progressive files in a batch decoded to other pixels than
+         * with one thread, the second file not: what a copy made after the buffer was refilled
+         * would give (not proven: no other run showed it). */
+        if (nsw > 0 && (ce = cudaStreamSynchronize(d->stream)) != cudaSuccess)
+            return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
+                                              cudaGetErrorString(ce)));
         nsw++;
         nvjpegStatus_t s = nvjpegDecode(d->sw, d->sw_state, data[i], len[i], NVJPEG_OUTPUT_RGBI, &im, d->stream);
         if (s != NVJPEG_STATUS_SUCCESS) {

@@ -72,6 +72,7 @@ typedef struct {
     double hw_ms;           /* nvjpegDecodeBatched (its CPU part; the engines run on) */
     double sw_ms;           /* nvjpegDecode calls */
     double sync_ms;         /* waiting for the GPU at the end */
+    size_t last_bytes;      /* the last call: bytes of the buffer its images and padding were given */
 } swin_nvjpeg_stats;
 void swin_nvjpeg_get_stats(const swin_nvjpeg *d, swin_nvjpeg_stats *out);
 
