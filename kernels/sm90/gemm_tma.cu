@@ -122,6 +122,9 @@
  * independent GELUs, in the registers the dead accumulators held). SASS (fp16, two warpgroups a
  * team): 96 registers, no spills; about 4.3 instructions an output in the staging pass and 16.3
  * in the GELU pass, against about 17 in the fused epilogue: 20% more issued, more in flight.
+ * TF32 likewise, in fp32 (exact: the same outputs), a chunk (4 GELUs) a step, in each staged
+ * half (SPLIT 2: 96 registers and 12 bytes spilled, the second half's accumulators still live)
+ * or whole (SWIN_GEMM_TMA_SPLIT=0: 4 bytes).
  * Tried and taken out (commit 9b68791, SWIN_GEMM_TMA_MC=1 there): clusters of two CTAs on pairs
  * of row tiles with the same columns, each producer loading its own rows of in and half of w's
  * k-tile into both CTAs (TMA multicast); empty barriers counting both CTAs' consumer warps
@@ -327,21 +330,27 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
         }
 }
 
-/* GSM (SWIN_GEMM_TMA_GELU_SMEM=1): the GELU over a warpgroup's staged 16-bit values (acc + bias,
- * rounded), in place, BYTES of them: 16 bytes (8 values) a thread at a time, the warpgroup's
- * accumulators dead by then, so that the registers they held carry several GELUs at once */
+/* GSM (SWIN_GEMM_TMA_GELU_SMEM=1): the GELU over a warpgroup's staged values (acc + bias; 16-bit:
+ * rounded, fp32: exact, so TF32's outputs are those of the GELU in the epilogue), in place, BYTES of
+ * them: 16 bytes a thread at a time (8 16-bit or 4 fp32 values), the warpgroup's accumulators dead
+ * by then, so that the registers they held carry several GELUs at once */
 template <typename T, int BYTES>
 __device__ __forceinline__ void gelu_staged(unsigned char *stage, int ctid) {
     static_assert(BYTES % (16 * 128) == 0, "16 bytes a thread a step");
-#pragma unroll 2
+    constexpr bool F32 = sizeof(T) == 4;
+#pragma unroll(F32 ? 1 : 2)
     for (int c = ctid; c < BYTES / 16; c += 128) {
         uint4 *p = reinterpret_cast<uint4 *>(stage + 16 * c);
         const uint4 v = *p;
         uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const float2 f = unpack2<T>(w[k]);
-            w[k] = pack2<T>(swin_gelu_erf16(f.x), swin_gelu_erf16(f.y));
+            if constexpr (F32) {
+                w[k] = __float_as_uint(swin_gelu_erfc(__uint_as_float(w[k])));
+            } else {
+                const float2 f = unpack2<T>(w[k]);
+                w[k] = pack2<T>(swin_gelu_erf16(f.x), swin_gelu_erf16(f.y));
+            }
         }
         *p = make_uint4(w[0], w[1], w[2], w[3]);
     }
@@ -357,7 +366,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
     constexpr int STAGES = stages<E, EPI, SPLIT>(), OUT_TILE = out_tile<E, EPI, SPLIT>();
     static_assert(SPLIT == 1 || (SPLIT == 2 && can_split<E, EPI>()), "SPLIT: 1, or 2 for fp32 GELU / PLAIN outputs");
-    static_assert(!GSM || (EPI == GELU && E::ESZ == 2 && SPLIT == 1), "GSM: 16-bit GELU outputs, staged whole");
+    static_assert(!GSM || (EPI == GELU && (E::ESZ == 4 || SPLIT == 1)), "GSM: GELU outputs; 16-bit ones staged whole");
     constexpr int CONSUMERS = TEAMS * WPT;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
@@ -532,8 +541,8 @@ bool split_on(void) {
     return on;
 }
 
-/* SWIN_GEMM_TMA_GELU_SMEM=1 (opt-in, read once): 16-bit GELU layers stage acc + bias and run the
- * GELU over the staged values (gelu_staged; GSM) instead of in the accumulators' epilogue */
+/* SWIN_GEMM_TMA_GELU_SMEM=1 (opt-in, read once): GELU layers (16-bit, TF32) stage acc + bias and
+ * run the GELU over the staged values (gelu_staged; GSM) instead of in the accumulators' epilogue */
 bool gelu_smem_on(void) {
     static const bool on = swin_env_on("SWIN_GEMM_TMA_GELU_SMEM", 0);
     return on;
@@ -565,6 +574,11 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     }
     if constexpr (EPI == GELU && E::ESZ == 2) {
         if (gelu_smem_on())
+            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1, true> : gemm_tma_kernel<E, EPI, WPT, false, 1, true>;
+    } else if constexpr (EPI == GELU && E::ESZ == 4) {   /* TF32: in each staged half, or whole */
+        if (gelu_smem_on() && split_on())
+            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 2, true> : gemm_tma_kernel<E, EPI, WPT, false, 2, true>;
+        else if (gelu_smem_on())
             kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1, true> : gemm_tma_kernel<E, EPI, WPT, false, 1, true>;
     }
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
