@@ -81,6 +81,18 @@ struct HeadSmem {
 
 // ---- what both head kernels (this one and attention_tf32_head.cuh's) do
 
+/* head h's factors: sc = scale log2(e), from scores to the log2 domain; bmul the bias' (V1: 1 /
+ * scale, as bias and mask go into the MMA's accumulator; V2: log2(e), both added after the cosine
+ * scores are scaled) and mask = kMask bmul */
+struct HeadScale {
+    float sc, bmul, mask;
+};
+template <bool V2>
+__device__ __forceinline__ HeadScale head_scale(const float *scale, int h) {
+    const float scale_h = __ldg(scale + h), bmul = V2 ? kLog2e : 1.0f / scale_h;
+    return {scale_h * kLog2e, bmul, kMask * bmul};
+}
+
 /* a lane's bias' = bias[rel(row, key)] * bmul of rows row0, row0 + 8 and keys 8 n + 2 q4 (+ 1), in
  * the mma accumulator layout (-inf for pad keys, key >= N) */
 template <int NT>
@@ -204,10 +216,8 @@ attn_head_kernel(MmaArgs a) {
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
     const int h = blockIdx.y;
-    const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
-    /* V1: bias' = bias / scale, the mask likewise (both go into the MMA's accumulator); V2: both in
-     * the log2 domain, added after the cosine scores are scaled */
-    const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;
+    const HeadScale hs = head_scale<V2>(a.scale, h);
+    const float sc = hs.sc, bmul = hs.bmul, mask = hs.mask;
     T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
 
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma

@@ -71,8 +71,8 @@ attn_tf32_head_kernel(Tf32HeadArgs a) {
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, gq = lane >> 2, t4 = lane & 3;
     const int h = blockIdx.y, r0 = warp * Tiles::kRows, nkt = (g.N + 7) / 8;
-    const float scale_h = __ldg(a.scale + h), sc = scale_h * kLog2e, inv_scale = 1.0f / scale_h;
-    const float bmul = V2 ? kLog2e : inv_scale, mask = kMask * bmul;   /* as attn_head_kernel */
+    const HeadScale hs = head_scale<V2>(a.scale, h);
+    const float sc = hs.sc, bmul = hs.bmul, mask = hs.mask;
 
     /* this lane's bias' (rows r0 + gq, + 8; keys 8 n + 2 t4, + 1), in the accumulator layout */
     float bias[NT][4];

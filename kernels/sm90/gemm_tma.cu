@@ -548,6 +548,12 @@ bool gelu_smem_on(void) {
     return on;
 }
 
+/* the kernel of a tile shape's last k-tile (TAIL2 when tail2) */
+template <class E, int EPI, int WPT, int SPLIT, bool GSM>
+constexpr auto kernel_for(bool tail2) {
+    return tail2 ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT, GSM> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT, GSM>;
+}
+
 template <class E, int EPI, int WPT>
 swin_status launch_wpt(const char *op, void *out, const void *in, const void *w, const void *residual, Epi ep, int M,
                        int K, int N, cudaStream_t st, const LnFold &ln) {
@@ -564,22 +570,17 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
-    auto kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1> : gemm_tma_kernel<E, EPI, WPT, false, 1>;
+    /* GSM for GELU layers (CAN_GSM: its template argument where it may be on); SPLIT 2 where
+     * the outputs are fp32 GELU or PLAIN ones */
+    constexpr bool CAN_GSM = EPI == GELU;
+    const bool gsm = CAN_GSM && gelu_smem_on();
+    auto kernel = gsm ? kernel_for<E, EPI, WPT, 1, CAN_GSM>(tail2) : kernel_for<E, EPI, WPT, 1, false>(tail2);
     size_t smem = smem_bytes<E, EPI>();
     if constexpr (can_split<E, EPI>()) {
         if (split_on()) {
-            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 2> : gemm_tma_kernel<E, EPI, WPT, false, 2>;
+            kernel = gsm ? kernel_for<E, EPI, WPT, 2, CAN_GSM>(tail2) : kernel_for<E, EPI, WPT, 2, false>(tail2);
             smem = smem_bytes<E, EPI, 2>();
         }
-    }
-    if constexpr (EPI == GELU && E::ESZ == 2) {
-        if (gelu_smem_on())
-            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1, true> : gemm_tma_kernel<E, EPI, WPT, false, 1, true>;
-    } else if constexpr (EPI == GELU && E::ESZ == 4) {   /* TF32: in each staged half, or whole */
-        if (gelu_smem_on() && split_on())
-            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 2, true> : gemm_tma_kernel<E, EPI, WPT, false, 2, true>;
-        else if (gelu_smem_on())
-            kernel = tail2 ? gemm_tma_kernel<E, EPI, WPT, true, 1, true> : gemm_tma_kernel<E, EPI, WPT, false, 1, true>;
     }
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);

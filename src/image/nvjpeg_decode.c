@@ -280,6 +280,12 @@ static swin_status fail_all(swin_nvjpeg_image *out, int n, swin_status st) {
     return st;
 }
 
+/* waiting for the batch's GPU work failed (ce): no image is decoded */
+static swin_status batch_failed(swin_nvjpeg_image *out, int n, cudaError_t ce) {
+    return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
+                                      cudaGetErrorString(ce)));
+}
+
 swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, const uint8_t *const *data,
                                     const size_t *len, const char *const *names, int n, swin_nvjpeg_image *out) {
     if (!d || !px || !data || !len || !names || !out || n < 0)
@@ -343,9 +349,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
          * 2026-11-28), the first of two progressive files in a batch decoded to other pixels than
          * with one thread, the second file not: what a copy made after the buffer was refilled
          * would give (not proven: no other run showed it). */
-        if (nsw > 0 && (ce = cudaStreamSynchronize(d->stream)) != cudaSuccess)
-            return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
-                                              cudaGetErrorString(ce)));
+        if (nsw > 0 && (ce = cudaStreamSynchronize(d->stream)) != cudaSuccess) return batch_failed(out, n, ce);
         nsw++;
         nvjpegStatus_t s = nvjpegDecode(d->sw, d->sw_state, data[i], len[i], NVJPEG_OUTPUT_RGBI, &im, d->stream);
         if (s != NVJPEG_STATUS_SUCCESS) {
@@ -366,8 +370,7 @@ swin_status swin_nvjpeg_decode_into(swin_nvjpeg *d, swin_nvjpeg_buffer *px, cons
     d->stats.sw_ms += t3 - t2;
     d->stats.sync_ms += t4 - t3;
     if (ce != cudaSuccess)
-        return fail_all(out, n, swin_fail(SWIN_ERR_CUDA, "nvJPEG: decoding a batch of %d failed: %s", n,
-                                          cudaGetErrorString(ce)));
+        return batch_failed(out, n, ce);
     return SWIN_OK;
 }
 

@@ -70,7 +70,7 @@ typedef struct {
     int hw_padding;         /* images decoded only to fill a batch up to its set-up size */
     double parse_ms;        /* image info, bitstream parsing, checks, buffer growth */
     double hw_ms;           /* nvjpegDecodeBatched (its CPU part; the engines run on) */
-    double sw_ms;           /* nvjpegDecode calls */
+    double sw_ms;           /* nvjpegDecode calls (and the waits between two of them) */
     double sync_ms;         /* waiting for the GPU at the end */
     size_t last_bytes;      /* the last call: bytes of the buffer its images and padding were given */
 } swin_nvjpeg_stats;
