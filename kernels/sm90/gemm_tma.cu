@@ -116,15 +116,31 @@
  * the kernel is bound by the epilogue's instruction issue and latency at 17 warps an SM, not by
  * memory or the tensor cores: fewer epilogue instructions an output (the bias loaded once a tile,
  * the GELU's select as max(x, 0) - |x| hq) or more warps in the epilogue are the levers.
- * SWIN_GEMM_TMA_GELU_SMEM=1 (opt-in, GSM; not measured yet) tries the latency side: the epilogue
- * stages acc + bias rounded to 16 bits (what PyTorch's fc1 hands its GELU), then each thread runs
- * the GELU over the staged values 16 bytes at a time, two chunks a step (gelu_staged: 16
- * independent GELUs, in the registers the dead accumulators held). SASS (fp16, two warpgroups a
- * team): 96 registers, no spills; about 4.3 instructions an output in the staging pass and 16.3
- * in the GELU pass, against about 17 in the fused epilogue: 20% more issued, more in flight.
- * TF32 likewise, in fp32 (exact: the same outputs), a chunk (4 GELUs) a step, in each staged
- * half (SPLIT 2: 96 registers and 12 bytes spilled, the second half's accumulators still live)
- * or whole (SWIN_GEMM_TMA_SPLIT=0: 4 bytes).
+ * The GELU's share, measured (H200, 2026-11-28, build/swin bench --breakdown, ms per stage for all
+ * blocks): this kernel with the GELU (default) / the same kernel without it (SWIN_GEMM_TMA_LINEAR=1
+ * --mlp unfused; its separate GELU pass not counted) / cuBLASLt's fc1 without it (--mlp unfused):
+ *   Swin-T fp16 batch 256      0.810 0.477 0.977 0.259  /  0.629 0.287 0.710 0.214  /  0.493 0.272 0.708 0.184
+ *   Swin-B 384 fp16 batch 64   0.849 0.533 3.459 0.327  /  0.457 0.345 2.685 0.281  /  0.445 0.314 2.193 0.249
+ *   Swin-T tf32 batch 256      1.220 0.788 1.694 0.470  /  0.956 0.560 1.403 0.433  /  0.961 0.548 1.205 0.333
+ * So the GELU costs 0.68 ms of Swin-T fp16's 2.52 (stage 3, K 384: 0.710 -> 0.977) and 1.4 of
+ * Swin-B 384's 5.17: the teams' alternation does not hide it (a tile's epilogue outlasts the
+ * other team's k-loop), and at Swin-B 384's stage 3 (K 512, N 2048) the k-loop itself is 22%
+ * behind cuBLASLt's (ncu there: 217 us at 1.30 GHz, tensor pipe 51%, issue slots 48% busy, 1.24
+ * of 4.21 warps a scheduler eligible, DRAM 16%, L2 hit 95%). The levers this leaves: epilogue
+ * work spread over warps that would otherwise wait on their own MMAs (the other team's, between
+ * its k-tiles), and a 128 x 256 tile for large K (twice the MMAs per byte of in loaded into and
+ * read from shared memory).
+ * Tried and taken out (commit 657b6ad, SWIN_GEMM_TMA_GELU_SMEM=1 there): the latency side. The
+ * epilogue staged acc + bias (16-bit: rounded, what PyTorch's fc1 hands its GELU; fp32: exact),
+ * then each thread ran the GELU over the staged values 16 bytes at a time (16 16-bit GELUs in
+ * flight in the registers the dead accumulators held; 96 registers, no spills in 16 bits, TF32
+ * 12 bytes spilled with its halves). Correct (test_gpu_gemm and test_gpu_engine with it, compute-
+ * sanitizer memcheck 0) but not faster: H200 (2026-11-28, tools/bench_ab.py, two rounds, best
+ * medians, off / on): Swin-T fp16 batch 64 2.388 / 2.386 ms, batch 256 8.870 / 8.912 (fc1 + GELU
+ * 2.463 / 2.471 ms from --breakdown); bf16 batch 256 8.614 / 8.673; tf32 batch 64 4.412 / 4.470,
+ * batch 256 16.679 / 16.971 (whole: 17.149); Swin-B 384 fp16 batch 64 18.172 / 18.189. The
+ * second pass re-reads what the first wrote and adds its own instructions (about 4 + 16 an
+ * output against 17), which ate what the extra GELUs in flight won.
  * Tried and taken out (commit 9b68791, SWIN_GEMM_TMA_MC=1 there): clusters of two CTAs on pairs
  * of row tiles with the same columns, each producer loading its own rows of in and half of w's
  * k-tile into both CTAs (TMA multicast); empty barriers counting both CTAs' consumer warps
@@ -330,33 +346,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
         }
 }
 
-/* GSM (SWIN_GEMM_TMA_GELU_SMEM=1): the GELU over a warpgroup's staged values (acc + bias; 16-bit:
- * rounded, fp32: exact, so TF32's outputs are those of the GELU in the epilogue), in place, BYTES of
- * them: 16 bytes a thread at a time (8 16-bit or 4 fp32 values), the warpgroup's accumulators dead
- * by then, so that the registers they held carry several GELUs at once */
-template <typename T, int BYTES>
-__device__ __forceinline__ void gelu_staged(unsigned char *stage, int ctid) {
-    static_assert(BYTES % (16 * 128) == 0, "16 bytes a thread a step");
-    constexpr bool F32 = sizeof(T) == 4;
-#pragma unroll(F32 ? 1 : 2)
-    for (int c = ctid; c < BYTES / 16; c += 128) {
-        uint4 *p = reinterpret_cast<uint4 *>(stage + 16 * c);
-        const uint4 v = *p;
-        uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if constexpr (F32) {
-                w[k] = __float_as_uint(swin_gelu_erfc(__uint_as_float(w[k])));
-            } else {
-                const float2 f = unpack2<T>(w[k]);
-                w[k] = pack2<T>(swin_gelu_erf16(f.x), swin_gelu_erf16(f.y));
-            }
-        }
-        *p = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-}
-
-template <class E, int EPI, int WPT, bool TAIL2, int SPLIT, bool GSM = false>
+template <class E, int EPI, int WPT, bool TAIL2, int SPLIT>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
@@ -366,7 +356,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
     constexpr int STAGES = stages<E, EPI, SPLIT>(), OUT_TILE = out_tile<E, EPI, SPLIT>();
     static_assert(SPLIT == 1 || (SPLIT == 2 && can_split<E, EPI>()), "SPLIT: 1, or 2 for fp32 GELU / PLAIN outputs");
-    static_assert(!GSM || (EPI == GELU && (E::ESZ == 4 || SPLIT == 1)), "GSM: GELU outputs; 16-bit ones staged whole");
     constexpr int CONSUMERS = TEAMS * WPT;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
@@ -505,15 +494,10 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                             const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
                             const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
                             epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], bb, sc, ep);
-                        } else {   /* GSM: + bias here, the GELU below */
-                            epi_store<E, GSM ? PLAIN : EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b,
-                                                            cs, ep);
+                        } else {
+                            epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b, cs, ep);
                         }
                     }
-            }
-            if constexpr (GSM) {
-                named_sync(1 + wg, 128);   /* every value of the warpgroup's rows staged */
-                gelu_staged<typename E::T, OUT_TILE / WPT>(stage, ctid);
             }
             fence_proxy_async();
             named_sync(1 + wg, 128);
@@ -541,17 +525,10 @@ bool split_on(void) {
     return on;
 }
 
-/* SWIN_GEMM_TMA_GELU_SMEM=1 (opt-in, read once): GELU layers (16-bit, TF32) stage acc + bias and
- * run the GELU over the staged values (gelu_staged; GSM) instead of in the accumulators' epilogue */
-bool gelu_smem_on(void) {
-    static const bool on = swin_env_on("SWIN_GEMM_TMA_GELU_SMEM", 0);
-    return on;
-}
-
 /* the kernel of a tile shape's last k-tile (TAIL2 when tail2) */
-template <class E, int EPI, int WPT, int SPLIT, bool GSM>
+template <class E, int EPI, int WPT, int SPLIT>
 constexpr auto kernel_for(bool tail2) {
-    return tail2 ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT, GSM> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT, GSM>;
+    return tail2 ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT>;
 }
 
 template <class E, int EPI, int WPT>
@@ -570,15 +547,12 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
-    /* GSM for GELU layers (CAN_GSM: its template argument where it may be on); SPLIT 2 where
-     * the outputs are fp32 GELU or PLAIN ones */
-    constexpr bool CAN_GSM = EPI == GELU;
-    const bool gsm = CAN_GSM && gelu_smem_on();
-    auto kernel = gsm ? kernel_for<E, EPI, WPT, 1, CAN_GSM>(tail2) : kernel_for<E, EPI, WPT, 1, false>(tail2);
+    /* SPLIT 2 where the outputs are fp32 GELU or PLAIN ones */
+    auto kernel = kernel_for<E, EPI, WPT, 1>(tail2);
     size_t smem = smem_bytes<E, EPI>();
     if constexpr (can_split<E, EPI>()) {
         if (split_on()) {
-            kernel = gsm ? kernel_for<E, EPI, WPT, 2, CAN_GSM>(tail2) : kernel_for<E, EPI, WPT, 2, false>(tail2);
+            kernel = kernel_for<E, EPI, WPT, 2>(tail2);
             smem = smem_bytes<E, EPI, 2>();
         }
     }
