@@ -346,7 +346,7 @@ __device__ __forceinline__ void scatter_epilogue(float (&d)[MI][64], const LnFol
         }
 }
 
-template <class E, int EPI, int WPT, bool TAIL2, int SPLIT>
+template <class E, int EPI, int WPT, bool TAIL2, int SPLIT, bool UW>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
@@ -362,7 +362,10 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
     const uint32_t order = empty + 8 * STAGES;   /* order + 8 T: team T may start its next tile's k-loop */
     const uint32_t res = order + 8 * TEAMS;      /* res + 8 wg (RESID): warpgroup wg's residual rows landed */
-    const int tid = threadIdx.x, wg = tid >> 7;
+    /* UW: wg from lane 0, so that the compiler knows it (and the team, the ring positions and the
+     * descriptors that follow from it) is the same across the warp and keeps them in uniform
+     * registers (uniform_on) */
+    const int tid = threadIdx.x, wg = UW ? __shfl_sync(0xffffffffu, tid >> 7, 0) : tid >> 7;
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 4 * WPT);
         for (int w = 0; w < TEAMS; w++) mbar_init(order + 8 * w, WPT);
@@ -525,10 +528,26 @@ bool split_on(void) {
     return on;
 }
 
+/* The warpgroup index broadcast from lane 0 (UW): the wgmma descriptors and ring positions are
+ * then computed in uniform registers, where each k step's two descriptors had cost 8 instructions
+ * (4 R2UR moves into the uniform registers wgmma reads, 2 LOP3, 2 MOV) and now cost 4 uniform ones
+ * (fp16 GELU kernel: 3,232 -> 3,088 instructions, R2UR 149 -> 11). ncu (H200, 2026-11-28, Swin-T
+ * fp16 batch 256, before): 22.6 instructions an output at stage 1 (K 96), 28.1 at stage 3 (K 384),
+ * where R2UR alone was 1.66. Measured (H200, 2026-11-28, tools/bench_ab.py, two rounds, best
+ * medians, default / SWIN_GEMM_TMA_UNIFORM=0): Swin-T fp16 batch 256 8.657 / 8.844 ms (fc1 + GELU
+ * 2.239 / 2.440 from --breakdown), tf32 batch 256 15.627 / 15.943 ms: 2% end to end each.
+ * SWIN_GEMM_TMA_UNIFORM=0 (read once) computes them per thread as before (test_gpu_gemm_uniform0,
+ * test_gpu_fp8_uniform0); the 64 kernels of that setting compile to the SASS they had before */
+bool uniform_on(void) {
+    static const bool on = swin_env_on("SWIN_GEMM_TMA_UNIFORM", 1);
+    return on;
+}
+
 /* the kernel of a tile shape's last k-tile (TAIL2 when tail2) */
 template <class E, int EPI, int WPT, int SPLIT>
-constexpr auto kernel_for(bool tail2) {
-    return tail2 ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT>;
+constexpr auto kernel_for(bool tail2, bool uw) {
+    return tail2 ? (uw ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT, true> : gemm_tma_kernel<E, EPI, WPT, true, SPLIT, false>)
+                 : (uw ? gemm_tma_kernel<E, EPI, WPT, false, SPLIT, true> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT, false>);
 }
 
 template <class E, int EPI, int WPT>
@@ -548,11 +567,12 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
     /* SPLIT 2 where the outputs are fp32 GELU or PLAIN ones */
-    auto kernel = kernel_for<E, EPI, WPT, 1>(tail2);
+    const bool uw = uniform_on();
+    auto kernel = kernel_for<E, EPI, WPT, 1>(tail2, uw);
     size_t smem = smem_bytes<E, EPI>();
     if constexpr (can_split<E, EPI>()) {
         if (split_on()) {
-            kernel = kernel_for<E, EPI, WPT, 2>(tail2);
+            kernel = kernel_for<E, EPI, WPT, 2>(tail2, uw);
             smem = smem_bytes<E, EPI, 2>();
         }
     }
