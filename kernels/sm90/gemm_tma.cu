@@ -116,8 +116,8 @@
  * the kernel is bound by the epilogue's instruction issue and latency at 17 warps an SM, not by
  * memory or the tensor cores: fewer epilogue instructions an output (the bias loaded once a tile,
  * the GELU's select as max(x, 0) - |x| hq) or more warps in the epilogue are the levers.
- * The GELU's share, measured (H200, 2026-11-28, build/swin bench --breakdown, ms per stage for all
- * blocks): this kernel with the GELU (default) / the same kernel without it (SWIN_GEMM_TMA_LINEAR=1
+ * The GELU's share, measured (H200, 2026-11-28, before uniform_on below, build/swin bench
+ * --breakdown, ms per stage for all blocks): this kernel with the GELU (default) / the same kernel without it (SWIN_GEMM_TMA_LINEAR=1
  * --mlp unfused; its separate GELU pass not counted) / cuBLASLt's fc1 without it (--mlp unfused):
  *   Swin-T fp16 batch 256      0.810 0.477 0.977 0.259  /  0.629 0.287 0.710 0.214  /  0.493 0.272 0.708 0.184
  *   Swin-B 384 fp16 batch 64   0.849 0.533 3.459 0.327  /  0.457 0.345 2.685 0.281  /  0.445 0.314 2.193 0.249
@@ -537,7 +537,12 @@ bool split_on(void) {
  * medians, default / SWIN_GEMM_TMA_UNIFORM=0): Swin-T fp16 batch 256 8.657 / 8.844 ms (fc1 + GELU
  * 2.239 / 2.440 from --breakdown), tf32 batch 256 15.627 / 15.943 ms: 2% end to end each.
  * SWIN_GEMM_TMA_UNIFORM=0 (read once) computes them per thread as before (test_gpu_gemm_uniform0,
- * test_gpu_fp8_uniform0); the 64 kernels of that setting compile to the SASS they had before */
+ * test_gpu_fp8_uniform0); the 64 kernels of that setting compile to the SASS they had before.
+ * ptxas: the default GELU, PLAIN, RESID and FP8 kernels of two warpgroups a team spill nothing
+ * either way; TF32 PLAIN's 8 bytes (halves) go, the LN fold's kernels spill less (SCATTER 176 ->
+ * 136 bytes with one warpgroup a team, 64 -> 20 with two; LN_GELU 60 -> 4); RESID with one
+ * warpgroup a team (opt-in: SWIN_GEMM_TMA=1 SWIN_GEMM_TMA_LINEAR=1) now spills 28 (bf16) and 52
+ * (fp16) bytes */
 bool uniform_on(void) {
     static const bool on = swin_env_on("SWIN_GEMM_TMA_UNIFORM", 1);
     return on;
