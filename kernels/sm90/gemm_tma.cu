@@ -117,8 +117,9 @@
  * memory or the tensor cores: fewer epilogue instructions an output (the bias loaded once a tile,
  * the GELU's select as max(x, 0) - |x| hq) or more warps in the epilogue are the levers.
  * The GELU's share, measured (H200, 2026-11-28, before uniform_on below, build/swin bench
- * --breakdown, ms per stage for all blocks): this kernel with the GELU (default) / the same kernel without it (SWIN_GEMM_TMA_LINEAR=1
- * --mlp unfused; its separate GELU pass not counted) / cuBLASLt's fc1 without it (--mlp unfused):
+ * --breakdown, ms per stage for all blocks): this kernel with the GELU (default) / the same
+ * kernel without it (SWIN_GEMM_TMA_LINEAR=1 --mlp unfused; its separate GELU pass not counted) /
+ * cuBLASLt's fc1 without it (--mlp unfused):
  *   Swin-T fp16 batch 256      0.810 0.477 0.977 0.259  /  0.629 0.287 0.710 0.214  /  0.493 0.272 0.708 0.184
  *   Swin-B 384 fp16 batch 64   0.849 0.533 3.459 0.327  /  0.457 0.345 2.685 0.281  /  0.445 0.314 2.193 0.249
  *   Swin-T tf32 batch 256      1.220 0.788 1.694 0.470  /  0.956 0.560 1.403 0.433  /  0.961 0.548 1.205 0.333
