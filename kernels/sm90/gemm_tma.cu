@@ -550,10 +550,13 @@ bool uniform_on(void) {
 }
 
 /* the kernel of a tile shape's last k-tile (TAIL2 when tail2) */
+template <class E, int EPI, int WPT, int SPLIT, bool UW>
+constexpr auto kernel_for(bool tail2) {
+    return tail2 ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT, UW> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT, UW>;
+}
 template <class E, int EPI, int WPT, int SPLIT>
 constexpr auto kernel_for(bool tail2, bool uw) {
-    return tail2 ? (uw ? gemm_tma_kernel<E, EPI, WPT, true, SPLIT, true> : gemm_tma_kernel<E, EPI, WPT, true, SPLIT, false>)
-                 : (uw ? gemm_tma_kernel<E, EPI, WPT, false, SPLIT, true> : gemm_tma_kernel<E, EPI, WPT, false, SPLIT, false>);
+    return uw ? kernel_for<E, EPI, WPT, SPLIT, true>(tail2) : kernel_for<E, EPI, WPT, SPLIT, false>(tail2);
 }
 
 template <class E, int EPI, int WPT>
