@@ -575,11 +575,10 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     const int tiles_n = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * tiles_n;
     const int KT = (K * E::ESZ + ROW - 1) / ROW;
     const bool tail2 = tail_on() && K * E::ESZ - (KT - 1) * ROW <= ROW / 2;   /* the last k-tile's data: first half */
-    /* SPLIT 2 where the outputs are fp32 GELU or PLAIN ones */
     const bool uw = uniform_on();
     auto kernel = kernel_for<E, EPI, WPT, 1>(tail2, uw);
     size_t smem = smem_bytes<E, EPI>();
-    if constexpr (can_split<E, EPI>()) {
+    if constexpr (can_split<E, EPI>()) {   /* SPLIT 2 where the outputs are fp32 GELU or PLAIN ones */
         if (split_on()) {
             kernel = kernel_for<E, EPI, WPT, 2>(tail2, uw);
             smem = smem_bytes<E, EPI, 2>();
