@@ -3,6 +3,7 @@
  *
  *   F16, BF16, E4M3, TF32   the operand types (element, bytes an element)
  *   wgmma_64x128<E>         d [64 x 128] += A (64 rows x 32 bytes of K) @ B (128 rows x 32 bytes)^T
+ *   wgmma_64x128_p<E>       the same, or d = A B^T where acc is 0 (d unread: no zeroing needed)
  *   Epi, PLAIN/GELU/FP8_GELU/RESID  the epilogue: + bias (16-bit: then the erf GELU, or + the
  *                           residual staged at the output's place: RESID, gemm_tma.cu only);
  *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3;
@@ -64,6 +65,28 @@ template <> __device__ __forceinline__ void wgmma_64x128<TF32>(float d[64], uint
     WG_MMA("m64n128k8.f32.tf32.tf32", "");   /* K-major only; the operands' low 13 mantissa bits unread */
 }
 #undef WG_MMA
+
+/* The same with wgmma's scale-d as a run-time predicate: d = A B^T when acc is 0 (d's values
+ * unread: the accumulators need no zeroing before a tile's first MMA), d += A B^T otherwise */
+#define WG_MMA_P(SHAPE_TYPES, TAIL)                                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " WG_REGS64 ", %64, %65, p, 1, 1" TAIL ";\n}\n" \
+                 : WG_D64                                                                       \
+                 : "l"(da), "l"(db), "r"(acc))
+template <class E> __device__ __forceinline__ void wgmma_64x128_p(float d[64], uint64_t da, uint64_t db, int acc);
+template <> __device__ __forceinline__ void wgmma_64x128_p<F16>(float d[64], uint64_t da, uint64_t db, int acc) {
+    WG_MMA_P("m64n128k16.f32.f16.f16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128_p<BF16>(float d[64], uint64_t da, uint64_t db, int acc) {
+    WG_MMA_P("m64n128k16.f32.bf16.bf16", ", 0, 0");
+}
+template <> __device__ __forceinline__ void wgmma_64x128_p<E4M3>(float d[64], uint64_t da, uint64_t db, int acc) {
+    WG_MMA_P("m64n128k32.f32.e4m3.e4m3", "");
+}
+template <> __device__ __forceinline__ void wgmma_64x128_p<TF32>(float d[64], uint64_t da, uint64_t db, int acc) {
+    WG_MMA_P("m64n128k8.f32.tf32.tf32", "");
+}
+#undef WG_MMA_P
 
 /* the bias (b) and column scale (cs) of output columns col, col + 1 (zero and one past N) */
 template <class E, int EPI>

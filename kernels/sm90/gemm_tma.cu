@@ -419,14 +419,27 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
          * full-barrier wait below is for the phase after the last completed one (a parity wait
          * cannot tell a phase from the one two later) */
         if (j > 0) mbar_wait(order + 8 * team, turn++ & 1);
-        float d[MI][64];   /* rows sub RW + 64 mi + ... of the tile */
+        /* rows sub RW + 64 mi + ... of the tile: not zeroed, the tile's first MMAs write them
+         * (wgmma's scale-d 0); zeroing them had cost 32 to 64 instructions a thread and tile
+         * (CS2R; fp16 GELU kernel 3,080 -> 2,968 instructions; a run-time choice between the two
+         * became 64 selects, so there is no switch). Measured against the zeroing kernel (H200,
+         * 2026-11-28, tools/bench_ab.py, two binaries, two rounds, best medians): Swin-T fp16
+         * batch 64 2.347 -> 2.311 ms, batch 256 8.655 -> 8.634 (fc1 + GELU 2.264 -> 2.137 from
+         * --breakdown), tf32 batch 256 15.607 -> 15.538, fp8 batch 256 7.755 -> 7.690.
+         * SCATTER still zeroes them: its epilogue rewrites d in place, and without the zeroing
+         * ptxas spilled 1,536 bytes there (20 with it) */
+        constexpr bool ZERO = EPI == SCATTER;
+        float d[MI][64];
+        if constexpr (ZERO) {
 #pragma unroll
-        for (int mi = 0; mi < MI; mi++)
+            for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-            for (int i = 0; i < 64; i++) d[mi][i] = 0.0f;
+                for (int i = 0; i < 64; i++) d[mi][i] = 0.0f;
+        }
         unsigned it = (unsigned)j * KT;
-        /* k-tile kt (ring entry it) in NKS steps of 32 bytes of K (descriptors + 2 a step) */
-        auto k_tile = [&](int kt, auto nks) {
+        /* k-tile kt (ring entry it) in NKS steps of 32 bytes of K (descriptors + 2 a step); FIRST:
+         * the tile's first, whose first step writes d */
+        auto k_tile = [&](int kt, auto nks, auto first) {
             const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
             mbar_wait(full + 8 * s, (it / STAGES) & 1);
             const uint64_t da = sw128_desc(sa + sub * RW * ROW), db = sw128_desc(sa + TILE_A);
@@ -434,7 +447,11 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 #pragma unroll
             for (int ks = 0; ks < decltype(nks)::value; ks++)
 #pragma unroll
-                for (int mi = 0; mi < MI; mi++) wgmma_64x128<E>(d[mi], da + (mi * 64 * ROW >> 4) + 2 * ks, db + 2 * ks);
+                for (int mi = 0; mi < MI; mi++) {
+                    const uint64_t a = da + (mi * 64 * ROW >> 4) + 2 * ks, b = db + 2 * ks;
+                    if (decltype(first)::value && !ZERO && ks == 0) wgmma_64x128_p<E>(d[mi], a, b, 0);
+                    else wgmma_64x128<E>(d[mi], a, b);
+                }
             wgmma_commit();
             if (kt > 0) {   /* the previous k-tile's MMAs are done: its slot is free */
                 wgmma_wait<1>();
@@ -442,11 +459,19 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
             }
             it++;
         };
-        for (int kt = 0; kt < KT - 1; kt++) k_tile(kt, std::integral_constant<int, ROW / 32>());
         /* the last k-tile: TAIL2, its half within K only (K = 96 in 16 bits: 3 of 4 k-tile
          * halves hold data); else all of it, zero-filled past K */
-        if constexpr (TAIL2) k_tile(KT - 1, std::integral_constant<int, ROW / 64>());
-        else k_tile(KT - 1, std::integral_constant<int, ROW / 32>());
+        using Whole = std::integral_constant<int, ROW / 32>;
+        using Last = std::integral_constant<int, TAIL2 ? ROW / 64 : ROW / 32>;
+        using First = std::true_type;
+        using Next = std::false_type;
+        if (KT == 1) {
+            k_tile(0, Last(), First());
+        } else {
+            k_tile(0, Whole(), First());
+            for (int kt = 1; kt < KT - 1; kt++) k_tile(kt, Whole(), Next());
+            k_tile(KT - 1, Last(), Next());
+        }
         if (ctid == 0) mbar_arrive(order + 8 * (team ^ 1));   /* the other team's turn */
         wgmma_wait_all();
         if (lane == 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
