@@ -9,8 +9,8 @@
  *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3;
  *                           SCATTER / LN_GELU (gemm_tma.cu only): proj written back to the image
  *                           with the residual, and fc1 on the LayerNorm folded into it
- *   epi_coeffs / epi_store  a thread's column pair: its bias and scale; the pair's output value(s)
- *                           written at a byte address of the staging tile
+ *   epi_coeffs / epi_pair / epi_store  a thread's column pair: its bias and scale; its values
+ *                           in fp32; its output value(s) written at a byte address of the staging tile
  *   TileLoader<R, T>        a thread's cp.async share of a k-tile of R rows (gemm_wgmma.cu, gemm_x3.cu)
  *
  * The operand tiles are K-major with the 128-byte swizzle (wgmma.cuh); a k-tile row is 128 bytes
@@ -107,15 +107,24 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
     }
 }
 
-/* the outputs of accumulators a0, a1 (columns col, col + 1) at p: scale, bias, GELU or the
- * residual read from p in fp32, rounded once to the output type (2, 4 or 8 bytes) */
+/* the values of accumulators a0, a1 (columns col, col + 1) before any residual: scale, bias,
+ * GELU, in fp32 */
 template <class E, int EPI>
-__device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
-    typedef typename E::T T;
+__device__ __forceinline__ float2 epi_pair(float a0, float a1, float2 b, float2 cs) {
     constexpr bool gelu = EPI == GELU || EPI == FP8_GELU || EPI == LN_GELU;
     float v0 = fmaf(a0, cs.x, b.x), v1 = fmaf(a1, cs.y, b.y);
     if (gelu && E::ESZ == 4) v0 = swin_gelu_erfc(v0), v1 = swin_gelu_erfc(v1);   /* fp32 out */
     else if (gelu) v0 = swin_gelu_erf16(v0), v1 = swin_gelu_erf16(v1);
+    return make_float2(v0, v1);
+}
+
+/* the outputs of accumulators a0, a1 (columns col, col + 1) at p: epi_pair, plus the residual
+ * read from p in fp32 (RESID), rounded once to the output type (2, 4 or 8 bytes) */
+template <class E, int EPI>
+__device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
+    typedef typename E::T T;
+    const float2 v = epi_pair<E, EPI>(a0, a1, b, cs);
+    float v0 = v.x, v1 = v.y;
     if constexpr (EPI == RESID) {
         static_assert(E::ESZ == 2 || E::ESZ == 4, "RESID: 16-bit or fp32 outputs");
         float2 r;

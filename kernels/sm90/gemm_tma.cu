@@ -351,13 +351,15 @@ template <class E, int EPI, int WPT, bool TAIL2, int SPLIT, bool UW>
 __global__ void __launch_bounds__(threads<WPT>(), 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constant__ CUtensorMap map_w,
                 const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_res, Epi ep, int N,
-                int KT, int tiles, int tiles_n, const LnFold ln) {
+                int KT, int tiles, int tiles_n, const LnFold ln, int stsm) {
     constexpr int BK = ROW / E::ESZ;                               /* elements of K a k-tile */
     constexpr int OSZ = out_size<E, EPI>(), BOXES = BN * OSZ / 128;   /* output bytes an element; boxes a tile */
     constexpr int RW = BM / WPT, MI = RW / 64;   /* rows a warpgroup; its m64 MMAs a k step */
     constexpr int STAGES = stages<E, EPI, SPLIT>(), OUT_TILE = out_tile<E, EPI, SPLIT>();
     static_assert(SPLIT == 1 || (SPLIT == 2 && can_split<E, EPI>()), "SPLIT: 1, or 2 for fp32 GELU / PLAIN outputs");
     constexpr int CONSUMERS = TEAMS * WPT;
+    /* outputs staged with stmatrix: 16-bit ones of the epilogues without a residual in staging */
+    constexpr bool STSM_OK = OSZ == 2 && SPLIT == 1 && (EPI == GELU || EPI == PLAIN || EPI == LN_GELU);
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
     const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
@@ -500,6 +502,51 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                     nm[mi][h] = -mu * rs[mi][h];
                 }
         }
+        /* STSM (16-bit GELU, PLAIN, LN_GELU outputs; SWIN_GEMM_TMA_STSM=0: the 4-byte stores
+         * below): each stmatrix stores two column octets jn0, jn0 + 1 of rows r_lo and r_lo + 8,
+         * 8 outputs of a thread. Lane l gives the address of row l % 8 of matrix l / 8 (h =
+         * matrix % 2, octet jn0 + matrix / 2); rows of a matrix are rows of one 8-row swizzle
+         * atom (row % 8 = l % 8), so its chunk is (jn0 % 8 + matrix / 2) ^ (l % 8) = (jn0 % 8) ^
+         * q with q = matrix / 2 ^ l % 8 (jn0 even): four addresses a row block, set up once */
+        if constexpr (STSM_OK) {
+            if (stsm) {
+                const int mt = lane >> 3, q = (mt >> 1) ^ (lane & 7);
+#pragma unroll
+                for (int jp = 0; jp < BN / 16; jp++) {
+                    const int jn0 = 2 * jp, c = jn0 * 8 + 2 * (lane & 3);
+                    float2 b[2], cs[2];
+                    epi_coeffs<E, EPI>(ep, n0 + c, N, b[0], cs[0]);
+                    epi_coeffs<E, EPI>(ep, n0 + c + 8, N, b[1], cs[1]);
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++) {
+                        uint32_t v[4];
+#pragma unroll
+                        for (int t = 0; t < 4; t++) {   /* matrix t: octet jn0 + t / 2, rows + 8 (t % 2) */
+                            const int h = t & 1, o = t >> 1, i = 4 * (jn0 + o) + 2 * h;
+                            float2 bb = b[o], sc = cs[o];
+                            if constexpr (EPI == LN_GELU) {
+                                bb = make_float2(fmaf(nm[mi][h], cs[o].x, b[o].x), fmaf(nm[mi][h], cs[o].y, b[o].y));
+                                sc = make_float2(rs[mi][h], rs[mi][h]);
+                            }
+                            const float2 w2 = epi_pair<E, EPI>(d[mi][i], d[mi][i + 1], bb, sc);
+                            v[t] = pack2<typename E::T>(w2.x, w2.y);
+                        }
+                        const int row = 64 * mi + wq * 16 + 8 * (mt & 1) + (lane & 7);
+                        const uint32_t addr = my_out + (jn0 >> 3) * (RW * 128) + row * 128 + ((((jn0 & 7) ^ q)) << 4);
+                        stmatrix_x4(addr, v[0], v[1], v[2], v[3]);
+                    }
+                }
+                fence_proxy_async();
+                named_sync(1 + wg, 128);
+                if (ctid == 0) {
+#pragma unroll
+                    for (int bx = 0; bx < BOXES; bx++)
+                        tma_store_2d(&map_out, my_out + bx * RW * 128, n0 + bx * (128 / OSZ), m0 + sub * RW);
+                    bulk_commit();
+                }
+                continue;
+            }
+        }
         /* SPLIT parts of the tile's columns, each staged and then stored; a part after the first
          * waits until the previous part's stores have read the staging rows */
         constexpr int JP = BN / 8 / SPLIT, BP = BOXES / SPLIT;   /* column octets, boxes a part */
@@ -574,6 +621,22 @@ bool uniform_on(void) {
     return on;
 }
 
+/* 16-bit GELU, PLAIN and LN_GELU outputs staged with stmatrix, 8 outputs a thread an instruction
+ * with four addresses a thread set up once; SWIN_GEMM_TMA_STSM=0 (read once; a uniform run-time
+ * argument, no other kernels) keeps the 4-byte stores, one a column pair at its own address.
+ * cuobjdump, fp16 GELU kernel, its epilogue with a bias up to the TMA stores: 1,150 instructions
+ * against 1,187 (8 STSM for 32 STS; IADD3 23 against 33). Measured
+ * (H200, 2026-11-28, tools/bench_ab.py, two rounds, best medians, =0 / default): Swin-T fp16 batch
+ * 256 8.762 / 8.738 ms (fc1 + GELU 2.171 / 2.150 from --breakdown), batch 64 2.325 / 2.348; bf16
+ * batch 256 8.491 / 8.460; Swin-B 384 fp16 batch 64 18.022 / 17.822: within a percent, mostly in
+ * its favour. Tried with it and taken out: the bias pairs loaded once a tile with one check
+ * against N for the tile (not one a pair): ptxas then spilled 12 bytes in the default bf16 GELU
+ * kernel and the loads took a LEA each. */
+bool stsm_on(void) {
+    static const bool on = swin_env_on("SWIN_GEMM_TMA_STSM", 1);
+    return on;
+}
+
 /* the kernel of a tile shape's last k-tile (TAIL2 when tail2) */
 template <class E, int EPI, int WPT, int SPLIT, bool UW>
 constexpr auto kernel_for(bool tail2) {
@@ -612,7 +675,7 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     SWIN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
     swin_launch(kernel, dim3(grid), dim3(threads<WPT>()), smem, st, map_in, map_w, map_out, map_res, ep, N, KT, tiles,
-                tiles_n, ln);
+                tiles_n, ln, (int)stsm_on());
     SWIN_LAUNCH_CHECK("gemm_tma_kernel", st);
     return SWIN_OK;
 }

@@ -6,6 +6,7 @@
  *   st_shared_u32         a 4-byte store to a shared-window address
  *   prefetch_l2           a global line into L2
  *   fence_proxy_async     generic-proxy shared writes -> visible to wgmma (async proxy)
+ *   stmatrix_x4           four 8 x 8 16-bit matrices from accumulator fragments into shared memory
  *   wgmma_fence / commit / wait_all
  *   wgmma_wait<N>         wait until at most N committed groups are pending
  *   wgmma_ss<T, N>        d [64 x N] (+)= A (64 x 16) @ B (N x 16)^T, 16-bit operands in shared memory
@@ -55,6 +56,14 @@ __device__ __forceinline__ void st_shared_u32(uint32_t a, uint32_t v) {
 }
 
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* four 8 x 8 matrices of 16-bit values into shared memory: matrix j's rows at the addresses of
+ * lanes 8 j .. 8 j + 7, row lane / 4, columns 2 (lane % 4) + {0, 1} of it in rj (an mma
+ * accumulator fragment's layout) */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
