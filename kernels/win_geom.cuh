@@ -1,8 +1,8 @@
 /* win_geom.cuh - the window partition's index map on the GPU: which token of the un-shifted
  * image a window row holds (token_src(), the map of src/layers_cpu.c's token_src()), for the
  * window ops (window.cu) and the GEMM that writes proj's output back to the image
- * (sm90/gemm_tma.cu's scatter epilogue). swin_win_geom validates a swin_dims and fills the map's
- * constants (window.cu).
+ * (sm90/gemm_tma_fold.cuh, the scatter epilogue). swin_win_geom validates a swin_dims and fills
+ * the map's constants (window.cu).
  */
 #ifndef SWIN_WIN_GEOM_CUH
 #define SWIN_WIN_GEOM_CUH

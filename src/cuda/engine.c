@@ -480,20 +480,19 @@ static swin_status refuse(const swin_engine *e, size_t total, const char *why) {
 
 // ---- create / free
 
-/* SWIN_LN_FOLD=1 in the environment (read at session creation; opt-in): V1 blocks with --mlp
- * fused on Hopper in fp16 / bf16 fold norm2 into the GEMMs around it (block_v1): proj writes its
- * output back to the image with the residual and each token's partial statistics, fc1 normalises
- * in its epilogue (kernels/sm90/gemm_tma.cu, SCATTER and LN_GELU), and the reverse + residual +
- * norm2 pass between them is gone. Not for fp8 engines (fc1's E4M3 input is the norm's output)
- * nor while calibrating (which records that input's amax). Correct (test_gpu_lnfold,
+/* SWIN_LN_FOLD=1 in the environment (read at session creation; opt-in): V1 blocks with --mlp fused
+ * on Hopper in fp16 / bf16 fold norm2 into the GEMMs around it (block_v1): proj writes its output
+ * back to the image with the residual and each token's partial statistics, fc1 normalises in its
+ * epilogue (kernels/sm90/gemm_tma_fold.cuh, SCATTER and LN_GELU), and the reverse + residual +
+ * norm2 pass between them is gone. Not for fp8 engines (fc1's E4M3 input is the norm's output) nor
+ * while calibrating (which records that input's amax). Correct (test_gpu_lnfold,
  * test_gpu_engine_fold; a random full-size Swin-T against timm: fp16 7.3e-4 against 8.0e-4
  * without, bf16 7.4e-3 against 7.7e-3) but slower, hence off by default. H200 (2026-11-27,
  * `SWIN_LN_FOLD=1` / `=0 build/swin bench --precision fp16 --batch 1,256 --iters 30`, alternating,
  * two runs each): Swin-T batch 256 9.824 / 9.887 against 9.210 / 9.199 ms, batch 1 0.520 / 0.527
  * against 0.460 / 0.465 ms. --breakdown at batch 256: proj + reverse + residual 1.447 ms against
- * proj 0.577 + the pass 0.796, and norm2 + fc1 + GELU 3.143 against fc1 + GELU 2.354 (stages
- * 1.034 / 0.629 / 1.178 / 0.302 against 0.752 / 0.445 / 0.913 / 0.244); gemm_tma.cu's header
- * says why. */
+ * proj 0.577 + the pass 0.796, and norm2 + fc1 + GELU 3.143 against fc1 + GELU 2.354 (stages 1.034
+ * / 0.629 / 1.178 / 0.302 against 0.752 / 0.445 / 0.913 / 0.244); gemm_tma_fold.cuh says why. */
 static int ln_fold_wanted(const swin_engine *e) {
     const swin_model *m = e->m;
     if (!e->wgmma || e->fp8 || e->recording || m->cfg.version != 1 || e->opt.mlp != SWIN_MLP_FUSED ||
