@@ -310,7 +310,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         }
         unsigned it = (unsigned)j * KT;
         /* k-tile kt (ring entry it) in NKS steps of 32 bytes of K (descriptors + 2 a step); FIRST:
-         * the tile's first, whose first step writes d */
+         * the tile's first, whose first step writes d (not where d was zeroed) */
         auto k_tile = [&](int kt, auto nks, auto first) {
             const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
             mbar_wait(full + 8 * s, (it / STAGES) & 1);
@@ -321,7 +321,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++) {
                     const uint64_t a = da + (mi * 64 * ROW >> 4) + 2 * ks, b = db + 2 * ks;
-                    if (decltype(first)::value && !ZERO && ks == 0) wgmma_64x128_p<E>(d[mi], a, b, 0);
+                    if (decltype(first)::value && ks == 0) wgmma_64x128_p<E>(d[mi], a, b, 0);
                     else wgmma_64x128<E>(d[mi], a, b);
                 }
             wgmma_commit();
@@ -335,7 +335,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
          * halves hold data); else all of it, zero-filled past K */
         using Whole = std::integral_constant<int, ROW / 32>;
         using Last = std::integral_constant<int, TAIL2 ? ROW / 64 : ROW / 32>;
-        using First = std::true_type;
+        using First = std::bool_constant<!ZERO>;
         using Next = std::false_type;
         if (KT == 1) {
             k_tile(0, Last(), First());
