@@ -8,7 +8,7 @@
 set -u
 . "$(dirname "$0")/clilib.sh"
 src=$2
-command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+need_python3
 ab=$src/tools/bench_ab.py
 fake=$tmp/swin
 # the stand-in: FAKE_MS is batch 1's median (batch 8: 4 times it; calls after the second 0.5 ms slower), FAKE_FAIL=1

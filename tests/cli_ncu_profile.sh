@@ -9,7 +9,7 @@
 set -u
 . "$(dirname "$0")/clilib.sh"
 src=$2
-command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+need_python3
 tool=$src/tools/ncu_profile.py
 fake=$tmp/ncu
 # the stand-in: profiling (-o REP) records its arguments and creates REP.ncu-rep unless

@@ -8,7 +8,7 @@
 set -u
 . "$(dirname "$0")/clilib.sh"
 src=$2
-command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+need_python3
 T=$tmp
 mkdir -p "$T/r1" "$T/r2"
 check() {   # check TEXT COMMAND...: ok when the command succeeds

@@ -7,6 +7,7 @@
 #   finish NAME  prints "NAME: P passed, F failed"; status 0 only when none failed and some passed
 #   need_digits NAME  sets $model and $digits (the bundled model and images under $src); exits 77
 #                (skipped) when the model is missing
+#   need_python3 exits 77 (skipped) when python3 is not on PATH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0
@@ -27,4 +28,7 @@ need_digits() {
     echo "$1: $model not found (train it with tools/train_digits.py), skipped"
     exit 77
   fi
+}
+need_python3() {
+  command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
 }
