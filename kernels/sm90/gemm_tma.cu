@@ -310,7 +310,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         }
         unsigned it = (unsigned)j * KT;
         /* k-tile kt (ring entry it) in NKS steps of 32 bytes of K (descriptors + 2 a step); FIRST:
-         * the tile's first, whose first step writes d (not where d was zeroed) */
+         * the tile's first, whose first step writes d */
         auto k_tile = [&](int kt, auto nks, auto first) {
             const uint32_t s = it % STAGES, sa = s0 + s * STAGE_BYTES;
             mbar_wait(full + 8 * s, (it / STAGES) & 1);
@@ -335,9 +335,13 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
          * halves hold data); else all of it, zero-filled past K */
         using Whole = std::integral_constant<int, ROW / 32>;
         using Last = std::integral_constant<int, TAIL2 ? ROW / 64 : ROW / 32>;
-        using First = std::bool_constant<!ZERO>;
+        using First = std::true_type;
         using Next = std::false_type;
-        if (KT == 1) {
+        if constexpr (ZERO) {   /* every k-tile adds, in one loop: MMAs on zeroed registers in the
+                                 * branches below made ptxas fence and serialise them */
+            for (int kt = 0; kt < KT - 1; kt++) k_tile(kt, Whole(), Next());
+            k_tile(KT - 1, Last(), Next());
+        } else if (KT == 1) {
             k_tile(0, Last(), First());
         } else {
             k_tile(0, Whole(), First());
