@@ -206,6 +206,64 @@ __device__ __forceinline__ void head_softmax(float (&s)[NT][4], float ssc, float
     }
 }
 
+/* warp `warp`'s query tile of a window (rows row0 = 16 warp + lane / 4 and row0 + 8): scores
+ * against the window's keys (rows of ks, LD apart), the one-pass softmax and O = P V (rows of vs),
+ * stored at out (the window's first row, this head's columns) by tile_end through os. qf: the
+ * tile's Q fragments; bias: head_bias's; reg: the window's key regions (read when masked); V2: rk
+ * the keys' 1 / |k|, rq0 and rq1 1 / |q| of rows row0 and row0 + 8. V1: S = Q K^T + c, c the bias'
+ * (or bias' + mask / scale on the shifted border), in the log2 domain S sc; V2: S = Q K^T, then
+ * S / (|q| |k|) scale log2(e) + bias (+ mask). Shared by attn_head_kernel and attention_qkv.cuh's
+ * kernel. */
+template <typename T, bool V2>
+__device__ __forceinline__ void head_attend(const uint32_t (&qf)[HeadTiles::kHd / 16][4], const T *ks, const T *vs,
+                                            const int *reg, const float *rk, float rq0, float rq1,
+                                            const float (&bias)[HeadTiles::kMaxN / 8][4], bool masked,
+                                            const HeadScale &hs, T *os, T *out, const MmaArgs &a, int warp,
+                                            int lane) {
+    constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
+    const int mi = lane >> 3, q4 = lane & 3, row0 = warp * Tiles::kRows + (lane >> 2);
+    float s[NT][4];
+    const T *kl = ks + ((lane & 7) + (mi >> 1) * 8) * LD + (mi & 1) * 8;
+    auto scores = [&](const float(&c)[NT][4]) {
+#pragma unroll
+        for (int gp = 0; gp < NT / 2; gp++) {   /* keys 16 gp .., head_dim 0..15 then 16..31 */
+            uint32_t k0[4], k1[4];
+            ldsm_x4(k0, kl + gp * 16 * LD);
+            ldsm_x4(k1, kl + gp * 16 * LD + 16);
+            mma16816c<T>(s[2 * gp], qf[0], k0[0], k0[1], c[2 * gp]);
+            mma16816c<T>(s[2 * gp + 1], qf[0], k0[2], k0[3], c[2 * gp + 1]);
+            mma16816<T>(s[2 * gp], qf[1], k1[0], k1[1]);
+            mma16816<T>(s[2 * gp + 1], qf[1], k1[2], k1[3]);
+        }
+    };
+    auto add_mask = [&](float(&c)[NT][4], const float(&from)[NT][4]) { head_mask<NT>(c, from, reg, row0, q4, hs.mask); };
+    float ssc = hs.sc;   /* the softmax's factor from s to the log2 domain */
+    if constexpr (!V2) {
+        if (masked) {
+            add_mask(s, bias);
+            scores(s);
+        } else {
+            scores(bias);
+        }
+    } else {
+#pragma unroll
+        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        scores(s);
+        head_cosine<NT>(s, bias, rk, q4, hs.sc * rq0, hs.sc * rq1);
+        if (masked) add_mask(s, s);
+        ssc = 1.0f;
+    }
+    WarpTile<HD> t;
+    head_softmax<NT>(s, ssc, t.l);
+    /* O = P V */
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
+    const T *vl = vs + ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;
+#pragma unroll
+    for (int gp = 0; gp < NT / 2; gp++) pv_group<HD, T>(t.o, s[2 * gp], s[2 * gp + 1], vl + gp * 16 * LD);
+    tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
+}
+
 template <typename T, bool V2>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
@@ -217,14 +275,13 @@ attn_head_kernel(MmaArgs a) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
     const int h = blockIdx.y;
     const HeadScale hs = head_scale<V2>(a.scale, h);
-    const float sc = hs.sc, bmul = hs.bmul, mask = hs.mask;
     T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
 
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
      * accumulator layout */
     const int row0 = warp * Tiles::kRows + (lane >> 2);
     float bias[NT][4];
-    head_bias<NT>(bias, g, a.bias_table, h, row0, q4, bmul);
+    head_bias<NT>(bias, g, a.bias_table, h, row0, q4, hs.bmul);
 
     /* window w's rows into buffer b */
     auto issue = [&](int w, int b) {
@@ -257,57 +314,16 @@ attn_head_kernel(MmaArgs a) {
             for (int kk = 0; kk < HD / 16; kk++)
                 ldsm_x4(qf[kk], qs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LD + kk * 16 +
                                     (mi >> 1) * 8);
-            /* V1: S = Q K^T + c, c: bias' (or bias' + mask / scale on the shifted border), in the
-             * log2 domain S sc; V2: S = Q K^T, then S / (|q| |k|) scale log2(e) + bias (+ mask) */
-            float s[NT][4];
-            const T *kl = ks + ((lane & 7) + (mi >> 1) * 8) * LD + (mi & 1) * 8;
-            auto scores = [&](const float(&c)[NT][4]) {
-#pragma unroll
-                for (int gp = 0; gp < NT / 2; gp++) {   /* keys 16 gp .., head_dim 0..15 then 16..31 */
-                    uint32_t k0[4], k1[4];
-                    ldsm_x4(k0, kl + gp * 16 * LD);
-                    ldsm_x4(k1, kl + gp * 16 * LD + 16);
-                    mma16816c<T>(s[2 * gp], qf[0], k0[0], k0[1], c[2 * gp]);
-                    mma16816c<T>(s[2 * gp + 1], qf[0], k0[2], k0[3], c[2 * gp + 1]);
-                    mma16816<T>(s[2 * gp], qf[1], k1[0], k1[1]);
-                    mma16816<T>(s[2 * gp + 1], qf[1], k1[2], k1[3]);
-                }
-            };
-            const bool masked = window_masked(g, wy, wx);
-            const int *reg = reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat);
-            auto add_mask = [&](float(&c)[NT][4], const float(&from)[NT][4]) {
-                head_mask<NT>(c, from, reg, row0, q4, mask);
-            };
-            float ssc = sc;   /* the softmax's factor from s to the log2 domain */
-            if constexpr (!V2) {
-                if (masked) {
-                    add_mask(s, bias);
-                    scores(s);
-                } else {
-                    scores(bias);
-                }
-            } else {
+            float rq0 = 1.0f, rq1 = 1.0f;   /* V2: 1 / |q| of rows row0, row0 + 8 */
+            if constexpr (V2) {
                 const float rq = inv_norm_row<HD, T>(qs + (warp * Tiles::kRows + (lane & 15)) * LD);
-                const float sc0 = sc * __shfl_sync(0xffffffffu, rq, lane >> 2);
-                const float sc1 = sc * __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
-                const float *rk = reinterpret_cast<const float *>(smem + HeadSmem::kRk);
-#pragma unroll
-                for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-                scores(s);
-                head_cosine<NT>(s, bias, rk, q4, sc0, sc1);
-                if (masked) add_mask(s, s);
-                ssc = 1.0f;
+                rq0 = __shfl_sync(0xffffffffu, rq, lane >> 2);
+                rq1 = __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
             }
-            WarpTile<HD> t;
-            head_softmax<NT>(s, ssc, t.l);
-            /* O = P V */
-#pragma unroll
-            for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
-            const T *vl = vs + ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;
-#pragma unroll
-            for (int gp = 0; gp < NT / 2; gp++) pv_group<HD, T>(t.o, s[2 * gp], s[2 * gp + 1], vl + gp * 16 * LD);
             T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
-            tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
+            head_attend<T, V2>(qf, ks, vs, reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat),
+                               reinterpret_cast<const float *>(smem + HeadSmem::kRk), rq0, rq1, bias,
+                               window_masked(g, wy, wx), hs, os, out, a, warp, lane);
         }
         __syncthreads();   // every warp is done with buffer b before the next iteration refills it
     }
