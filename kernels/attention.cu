@@ -20,6 +20,9 @@
  *                           fp32's default (src/cuda/engine.c; SWIN_FP32_ATTN=simt keeps FUSED);
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
+ * With the qkv projection (swin_window_attention_qkv_cuda): the qkv GEMM and the attention in one
+ * kernel (attention_qkv.cuh) for the first stage's geometry (head_dim 32, windows of 49 to 64
+ * tokens, C 96 or 128; fp16/bf16); tested by tests/test_gpu_attention_qkv.c.
  * E4M3 copy (swin_q8_dst, for an FP8 proj): the fp16/bf16 fused kernels write it as they store the
  * output (tile_end, attention_mma.cuh), so proj needs no quantising pass; the other paths quantise
  * their output after the attention.
@@ -38,6 +41,7 @@
 #include "attention_common.cuh"
 #include "attention_head.cuh"
 #include "attention_mma.cuh"
+#include "attention_qkv.cuh"
 #include "attention_simt.cuh"
 #include "attention_tf32.cuh"
 #include "attention_tf32_head.cuh"
@@ -498,4 +502,64 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
     if (q.q && !(impl == SWIN_ATTN_IMPL_FUSED && dt != SWIN_DT_F32))
         return swin_quantize_fp8_cuda(q.q, out, (size_t)nwin * g.N * g.C, q.inv, dt, st);
     return SWIN_OK;
+}
+
+// ---- the qkv projection and the attention in one kernel (attention_qkv.cuh)
+
+/* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C 96 or 128, 16-bit data */
+static bool qkv_takes(const swin_dims *d, swin_dtype dt) {
+    const int n = d->win_h * d->win_w;
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && d->head_dim == HeadTiles::kHd && n > 48 &&
+           n <= HeadTiles::kMaxN && qkv_width(d->C) && d->C == d->heads * d->head_dim;
+}
+
+extern "C" int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype dt) {
+    return d && qkv_takes(d, dt) && check_dims(d, dt) == SWIN_OK;
+}
+
+template <typename T, int C>
+static swin_status launch_qkv(const QkvArgs &a, int sms, cudaStream_t st) {
+    static int per_sm_v[2] = {0, 0};   /* per version */
+    return launch_walk(a.v2 ? attn_qkv_kernel<T, true, C> : attn_qkv_kernel<T, false, C>, a, QkvSmem<C>::kTotal,
+                       per_sm_v[a.v2 ? 1 : 0], sms, "attn_qkv_kernel", st);
+}
+
+extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
+                                                      const float *bias_table, const float *scale,
+                                                      const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
+                                                      cudaStream_t st) {
+    if (!out || !x || !w || !bias_table || !scale)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: NULL pointer (out %p, x %p, "
+                         "w %p, bias_table %p, scale %p)", out, x, w, (const void *)bias_table, (const void *)scale);
+    SWIN_TRY(check_dims(d, dt));
+    if (!qkv_takes(d, dt))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: dtype %d, C %d, head_dim %d, "
+                         "window %dx%d (supported: fp16 / bf16, head_dim %d, C 96 or 128, windows of 49 to %d tokens)",
+                         (int)dt, d->C, d->head_dim, d->win_h, d->win_w, HeadTiles::kHd, HeadTiles::kMaxN);
+    if (((uintptr_t)out | (uintptr_t)x | (uintptr_t)w) % 16 != 0 || (uintptr_t)b % 2 != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p, x %p and w %p must be "
+                         "16-byte aligned, b %p 2-byte", out, x, w, b);
+    const Geom g = make_geom(d);
+    const int nwin = d->B * g.nw;
+    const size_t bytes = (size_t)nwin * g.N * g.C * swin_dtype_size(dt);
+    const char *o = (const char *)out, *xi = (const char *)x;
+    if (o < xi + bytes && xi < o + bytes)   /* other heads' CTAs still read a window's rows */
+        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p overlaps x %p", out, x);
+    swin_q8_dst q;
+    SWIN_TRY(swin_check_q8("window attention with the qkv projection", q8, &q));
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    const int smem = d->C == 96 ? QkvSmem<96>::kTotal : QkvSmem<128>::kTotal;
+    if (smem > optin)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: needs %d bytes of shared "
+                         "memory, the device allows %d", smem, optin);
+    QkvArgs a;
+    a.set(out, NULL, bias_table, scale, g, d->version == 2);
+    a.q8 = q;
+    a.vb = 16;
+    a.tiles = g.npad / Tiles::kRows;
+    a.nwin = nwin;
+    a.x = x, a.w = w, a.b = b;
+    if (dt == SWIN_DT_F16) return d->C == 96 ? launch_qkv<__half, 96>(a, sms, st) : launch_qkv<__half, 128>(a, sms, st);
+    return d->C == 96 ? launch_qkv<__nv_bfloat16, 96>(a, sms, st) : launch_qkv<__nv_bfloat16, 128>(a, sms, st);
 }

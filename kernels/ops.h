@@ -124,6 +124,16 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
                                        swin_attn_impl impl, const swin_q8_dst *q8, void *workspace, void *cublas,
                                        cudaStream_t st);
 
+/* The same attention with the qkv projection computed inside it (one kernel, q, k and v never
+ * stored): out [B*nW, N, C] <- attention(x W^T + b), x [B*nW, N, C] the windows' rows (the qkv
+ * GEMM's input), W [3C, C] and b [3C] (or NULL) in dt; out must not overlap x. fp16 / bf16 with
+ * head_dim 32, windows of 49 to 64 tokens and C 96 or 128 (swin_window_attention_qkv_supports says
+ * whether d is one); SWIN_ERR_UNSUPPORTED otherwise. q8 as above. */
+int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype dt);
+swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
+                                           const float *bias_table, const float *scale, const swin_dims *d,
+                                           swin_dtype dt, const swin_q8_dst *q8, cudaStream_t st);
+
 /* ---- FP8 E4M3 (kernels/fp8.cu), the arithmetic of src/fp8.h; e4m3() rounds to nearest even and
  * saturates to +-448 (NaN stays NaN). */
 /* *amax = max(*amax, max |x[0..n)|) (device float, atomically; a NaN wins) */

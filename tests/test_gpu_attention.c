@@ -32,6 +32,7 @@
 #include "internal.h"   /* swin_clear_error */
 #include "ops.h"
 #include "testutil.h"
+#include "testutil_cuda.h"
 
 #define GUARD_BYTES 256
 #define GUARD_BYTE 0xA5
@@ -112,15 +113,6 @@ static const char *impl_name[] = {"fused", "unfused", "tf32", "x3"};
 /* SWIN_TEST_QUICK=2 (racecheck): the fused kernels only; the unfused baseline's batched GEMMs are
  * cuBLAS's own sm90 kernels, in which racecheck reports hazards of their asynchronous copies */
 static int g_fused_only;
-
-#define CUDA_OK(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
 
 /* host floats -> device-dtype bytes, and back */
 static void to_dt(void *dst, const float *src, size_t n, int dt) {
@@ -459,11 +451,6 @@ static void test_arguments(cublasHandle_t cub, cudaStream_t st) {
 }
 
 // ---- timings (printed, not asserted)
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 static void bench(const char *name, int B, int res, int W, int C, int heads, int shift, int version, int dt,
                   cublasHandle_t cub, cudaStream_t st) {
     swin_dims d = swin_dims_square(B, res, C, heads, C / heads, W, shift, version, 1e-5f);
@@ -505,8 +492,7 @@ static void bench(const char *name, int B, int res, int W, int C, int heads, int
             t[it] = 0;
             if (s == SWIN_OK) CUDA_OK(cudaEventElapsedTime(&t[it], e0, e1));
         }
-        qsort(t, 20, sizeof t[0], cmp_float);
-        med[impl] = 0.5f * (t[9] + t[10]);
+        med[impl] = tu_median(t, 20);
     }
     double gb = (double)(nqkv + nout) * ds / 1e9;
     printf("bench %-22s B=%-3d res=%-2d W=%d C=%-3d heads=%-2d shift=%d v%d %-4s: fused %.4f ms (%.0f GB/s) "

@@ -53,6 +53,16 @@ double tu_max_abs(const float *a, size_t n) {
     return m;
 }
 
+static int tu_cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+float tu_median(float *t, int n) {
+    qsort(t, (size_t)n, sizeof t[0], tu_cmp_float);
+    return n % 2 ? t[n / 2] : 0.5f * (t[n / 2 - 1] + t[n / 2]);
+}
+
 #include <string.h>
 
 uint16_t tu_f32_to_bf16(float f) {

@@ -19,6 +19,8 @@ void tu_fill(float *x, size_t n, float lo, float hi);
 /* max |a-b| and max |b| over n */
 double tu_max_abs_diff(const float *a, const float *b, size_t n);
 double tu_max_abs(const float *a, size_t n);
+/* the median of t[n] (n >= 1; t is sorted in place) */
+float tu_median(float *t, int n);
 
 
 /* IEEE half and bfloat16 bit conversions on the host (round to nearest even). */

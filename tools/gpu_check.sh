@@ -18,7 +18,7 @@
 #      --pick: inputs whose top-1 is no near-tie) in fp16, bf16, tf32 and the one-kernel MLP, which
 #      only Swin's own widths reach
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold,
+#      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold,
 #      test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
@@ -44,7 +44,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 dry=0 run_ctest=1 run_cpu_suite=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
-san_tests="test_gpu_attention test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
+san_tests="test_gpu_attention test_gpu_attention_qkv test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
 san_verify=1
 while [ $# -gt 0 ]; do
   case $1 in

@@ -1,0 +1,364 @@
+/* test_gpu_attention_qkv.c - swin_window_attention_qkv_cuda (kernels/attention_qkv.cuh: the qkv
+ * projection and the window attention in one kernel) against the CPU: q, k, v = x W^T + b in
+ * double, rounded to the dtype as the GEMM stores them, then swin_window_attention_cpu.
+ *
+ * Run: test_gpu_attention_qkv <source dir>   (ctest -L gpu); exits 77 without a GPU.
+ * SWIN_TEST_QUICK=1 runs a subset and no timing (for compute-sanitizer).
+ * Cases: the geometries the kernel takes (head_dim 32, windows of 49 to 64 tokens, C 96 and 128;
+ * V1 and V2; shifted and not; a 7 x 8 window; a grid padded to the window), fp16 and bf16, and
+ * windows enough that each CTA walks several (the kernel's prefetch of the next window's rows).
+ * x uniform in [-1, 1], W in [-1, 1] / sqrt(C), b in [-0.5, 0.5] (and none), rounded to the dtype so
+ * that the GPU and the reference see the same values. The output is poisoned (NaN) with guard
+ * bytes around it, and x must be unchanged after the run. Errors are max|gpu - ref| / max|ref|,
+ * tolerances the attention test's (test_gpu_attention.c): the rounding of q, k and v is the same
+ * on both sides, only the fp32 sums' order differs. Also: the E4M3 copy (proj's FP8 input) equals
+ * the quantising pass over the output, refusals (what the kernel is not built for, overlapping
+ * buffers, NULLs) with a message, and swin_window_attention_qkv_supports agreeing. At the end
+ * (printed, not asserted) the kernel's time against the qkv GEMM (cuBLASLt) plus the attention
+ * kernel, Swin-T's first stage at batch 64 and 256.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "internal.h"   /* swin_clear_error */
+#include "ops.h"
+#include "testutil.h"
+#include "testutil_cuda.h"
+
+#define GUARD_BYTES 256
+#define GUARD_BYTE 0xA5
+
+typedef struct {
+    int res_h, res_w, win_h, win_w, shift_h, shift_w, version, heads, B, has_bias;
+    int quick;   /* part of the SWIN_TEST_QUICK subset */
+} qkv_case;
+
+static const qkv_case cases[] = {
+    {14, 14, 7, 7, 3, 3, 1, 3, 3, 1, 1},    /* Swin-T stage 1 shape, shifted */
+    {14, 14, 7, 7, 0, 0, 1, 3, 1, 1, 0},    /* unshifted */
+    {16, 16, 8, 8, 4, 4, 2, 3, 3, 1, 1},    /* SwinV2-T, shifted */
+    {8, 8, 8, 8, 0, 0, 2, 3, 2, 1, 0},      /* one window an image */
+    {14, 14, 7, 7, 3, 3, 1, 4, 2, 1, 1},    /* Swin-B (C 128), shifted */
+    {16, 16, 8, 8, 4, 4, 2, 4, 1, 0, 0},    /* C 128, V2, no qkv bias */
+    {14, 16, 7, 8, 3, 4, 1, 3, 2, 1, 0},    /* a 7 x 8 window (56 tokens) */
+    {17, 13, 7, 7, 3, 3, 2, 3, 2, 1, 0},    /* padded to 21 x 14 (transformers' SwinV2 at 66 x 50) */
+    {56, 56, 7, 7, 3, 3, 1, 3, 8, 1, 1},    /* 512 windows: each CTA walks several */
+    {64, 64, 8, 8, 4, 4, 2, 3, 4, 1, 0},    /* 256 windows of 8 x 8, V2 */
+    {56, 56, 7, 7, 0, 0, 1, 4, 4, 0, 0},    /* C 128, 256 windows, no qkv bias */
+};
+
+static const char *dt_name[] = {"f32", "f16", "bf16"};
+static const double dt_tol[] = {1e-5, 2e-3, 1.6e-2};
+
+static void to_dt(void *dst, const float *src, size_t n, int dt) {
+    for (size_t i = 0; i < n; i++)
+        ((uint16_t *)dst)[i] = dt == SWIN_DT_F16 ? tu_f32_to_f16(src[i]) : tu_f32_to_bf16(src[i]);
+}
+static void from_dt(float *dst, const void *src, size_t n, int dt) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = dt == SWIN_DT_F16 ? tu_f16_to_f32(((const uint16_t *)src)[i]) : tu_bf16_to_f32(((const uint16_t *)src)[i]);
+}
+
+/* n random fp16 values in [lo, hi) into device memory d (f, h: host scratch of n floats and halves) */
+static void upload_f16(void *d, size_t n, float lo, float hi, float *f, uint16_t *h) {
+    tu_fill(f, n, lo, hi);
+    to_dt(h, f, n, SWIN_DT_F16);
+    CUDA_OK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
+}
+
+static swin_dims case_dims(const qkv_case *c) {
+    swin_dims d = swin_dims_square(c->B, c->res_h, 32 * c->heads, c->heads, 32, c->win_h, c->shift_h, c->version,
+                                   1e-5f);
+    d.res_w = c->res_w, d.win_w = c->win_w, d.shift_w = c->shift_w;
+    d.hp = (c->res_h + c->win_h - 1) / c->win_h * c->win_h;
+    d.wp = (c->res_w + c->win_w - 1) / c->win_w * c->win_w;
+    return d;
+}
+
+/* q, k, v [rows, 3C] = x [rows, C] W^T [C, 3C] + b, in double, rounded to dt */
+static void project(float *qkv, const float *x, const float *w, const float *b, size_t rows, int C, int dt) {
+    for (size_t r = 0; r < rows; r++)
+        for (int n = 0; n < 3 * C; n++) {
+            double s = b ? b[n] : 0.0;
+            for (int k = 0; k < C; k++) s += (double)x[r * C + k] * w[(size_t)n * C + k];
+            qkv[r * 3 * C + n] = (float)s;
+        }
+    tu_round_to(qkv, rows * 3 * (size_t)C, dt);
+}
+
+static int n_runs;
+
+static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
+    const swin_dims d = case_dims(c);
+    const int C = d.C, N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
+    const size_t rows = (size_t)nwin * N, nx = rows * C, nw = (size_t)3 * C * C;
+    const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc(3 * C * 4), *qkv = malloc(nx * 3 * 4);
+    float *ref = malloc(nx * 4), *got = malloc(nx * 4), *bias = malloc(nbias * 4), *scale = malloc(d.heads * 4);
+    /* hbuf: the output with its guards, and the weights on their way up */
+    unsigned char *hbuf = malloc((nx > nw ? nx : nw) * 2 + 2 * GUARD_BYTES);
+    unsigned char *hx = malloc(nx * 2), *hx2 = malloc(nx * 2);
+    void *d_x, *d_w, *d_b, *d_buf;
+    float *d_bias, *d_scale;
+    CUDA_OK(cudaMalloc(&d_x, nx * 2));
+    CUDA_OK(cudaMalloc(&d_w, nw * 2));
+    CUDA_OK(cudaMalloc(&d_b, 3 * C * 2));
+    CUDA_OK(cudaMalloc(&d_buf, nx * 2 + 2 * GUARD_BYTES));   /* guard | out | guard */
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, d.heads * 4));
+    void *d_out = (char *)d_buf + GUARD_BYTES;
+    tu_seed(7000 + ci);
+    tu_fill(bias, nbias, -2.0f, 2.0f);
+    for (int h = 0; h < d.heads; h++) scale[h] = d.version == 2 ? tu_uniform(1.0f, 40.0f) : tu_uniform(0.1f, 0.3f);
+    CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, d.heads * 4, cudaMemcpyHostToDevice));
+    for (int dt = SWIN_DT_F16; dt <= SWIN_DT_BF16; dt++) {
+        tu_fill(x, nx, -1.0f, 1.0f);
+        tu_fill(w, nw, -1.0f / sqrtf((float)C), 1.0f / sqrtf((float)C));
+        tu_fill(b, 3 * C, -0.5f, 0.5f);
+        tu_round_to(x, nx, dt), tu_round_to(w, nw, dt), tu_round_to(b, 3 * C, dt);
+        project(qkv, x, w, c->has_bias ? b : NULL, rows, C, dt);
+        swin_window_attention_cpu(ref, qkv, bias, scale, &d);
+        const double refmax = tu_max_abs(ref, nx);
+        to_dt(hx, x, nx, dt);
+        CUDA_OK(cudaMemcpy(d_x, hx, nx * 2, cudaMemcpyHostToDevice));
+        to_dt(hbuf, w, nw, dt);
+        CUDA_OK(cudaMemcpy(d_w, hbuf, nw * 2, cudaMemcpyHostToDevice));
+        to_dt(hbuf, b, 3 * C, dt);
+        CUDA_OK(cudaMemcpy(d_b, hbuf, 3 * C * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemset(d_buf, GUARD_BYTE, GUARD_BYTES));
+        CUDA_OK(cudaMemset(d_out, 0xFF, nx * 2));   /* NaN */
+        CUDA_OK(cudaMemset((char *)d_out + nx * 2, GUARD_BYTE, GUARD_BYTES));
+        CHECK(swin_window_attention_qkv_supports(&d, (swin_dtype)dt), "supports() refuses a case the kernel takes");
+        swin_status s = swin_window_attention_qkv_cuda(d_out, d_x, d_w, c->has_bias ? d_b : NULL, d_bias, d_scale, &d,
+                                                       (swin_dtype)dt, NULL, st);
+        cudaError_t ce = cudaStreamSynchronize(st);
+        char name[160];
+        snprintf(name, sizeof name, "grid %dx%d window %dx%d shift %dx%d v%d C=%-3d B=%d%s %s", d.res_h, d.res_w, d.win_h,
+                 d.win_w, d.shift_h, d.shift_w, d.version, C, d.B, c->has_bias ? "" : " (no bias)", dt_name[dt]);
+        if (!CHECK(s == SWIN_OK && ce == cudaSuccess, "%s: %s / %s", name, swin_last_error(), cudaGetErrorString(ce)))
+            continue;
+        CUDA_OK(cudaMemcpy(hbuf, d_buf, nx * 2 + 2 * GUARD_BYTES, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(hx2, d_x, nx * 2, cudaMemcpyDeviceToHost));
+        from_dt(got, hbuf + GUARD_BYTES, nx, dt);
+        int guard_ok = 1;
+        for (int i = 0; i < GUARD_BYTES; i++)
+            guard_ok &= hbuf[i] == GUARD_BYTE && hbuf[GUARD_BYTES + nx * 2 + i] == GUARD_BYTE;
+        const double err = tu_max_abs_diff(got, ref, nx) / (refmax > 0 ? refmax : 1.0);   /* NaN: fails below */
+        const int ok = err <= dt_tol[dt] && guard_ok && memcmp(hx, hx2, nx * 2) == 0;
+        printf("%-66s err %.2e (tol %.1e)%s %s\n", name, err, dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN",
+               ok ? "ok" : "FAIL");
+        CHECK(err <= dt_tol[dt], "%s: err %.3e > %.1e", name, err, dt_tol[dt]);
+        CHECK(guard_ok, "%s: write outside the output", name);
+        CHECK(memcmp(hx, hx2, nx * 2) == 0, "%s: x changed", name);
+        n_runs++;
+    }
+    cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_buf), cudaFree(d_bias), cudaFree(d_scale);
+    free(x), free(w), free(b), free(qkv), free(ref), free(got), free(bias), free(scale), free(hbuf), free(hx), free(hx2);
+}
+
+/* the E4M3 copy: run without it and quantise the output with swin_quantize_fp8_cuda; then with the
+ * copy, keep16 1 and 0: the copy equals those bytes, the 16-bit output is the same with keep16 and
+ * untouched (the poison) without */
+static void q8_case(cudaStream_t st) {
+    const qkv_case c = {56, 56, 7, 7, 3, 3, 1, 3, 2, 1, 1};
+    const swin_dims d = case_dims(&c);
+    const size_t nx = (size_t)d.B * swin_dims_nw(&d) * swin_dims_n(&d) * d.C, nw = (size_t)3 * d.C * d.C;
+    const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
+    const float inv = 500.0f;   /* saturates the largest outputs at 448 */
+    float *f = malloc((nx > nw ? nx : nw) * 4), scale[4];
+    uint16_t *h = malloc(nx * 2);
+    unsigned char *out1 = malloc(nx * 2), *out2 = malloc(nx * 2), *ref = malloc(nx), *got = malloc(nx);
+    void *d_x, *d_w, *d_out;
+    float *d_bias, *d_scale;
+    unsigned char *d_q, *d_ref;
+    float *table = malloc(nbias * 4);
+    tu_seed(9001);
+    CUDA_OK(cudaMalloc(&d_x, nx * 2));
+    CUDA_OK(cudaMalloc(&d_w, nw * 2));
+    CUDA_OK(cudaMalloc(&d_out, nx * 2));
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, sizeof scale));
+    CUDA_OK(cudaMalloc((void **)&d_q, nx));
+    CUDA_OK(cudaMalloc((void **)&d_ref, nx));
+    tu_fill(table, nbias, -2.0f, 2.0f);
+    for (int i = 0; i < d.heads; i++) scale[i] = tu_uniform(0.1f, 0.3f);
+    CUDA_OK(cudaMemcpy(d_bias, table, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, sizeof scale, cudaMemcpyHostToDevice));
+    upload_f16(d_x, nx, -1.0f, 1.0f, f, h);
+    upload_f16(d_w, nw, -0.1f, 0.1f, f, h);
+    int ok = 1;
+    for (int pass = 0; pass < 3 && ok; pass++) {   /* no copy, copy + 16-bit, copy only */
+        swin_q8_dst q = {d_q, inv, pass == 1};
+        CUDA_OK(cudaMemset(d_out, 0xFF, nx * 2));
+        CUDA_OK(cudaMemset(d_q, 0xFF, nx));
+        swin_status s = swin_window_attention_qkv_cuda(d_out, d_x, d_w, NULL, d_bias, d_scale, &d, SWIN_DT_F16,
+                                                       pass ? &q : NULL, st);
+        cudaError_t ce = cudaStreamSynchronize(st);
+        ok = CHECK(s == SWIN_OK && ce == cudaSuccess, "q8 pass %d: %s / %s", pass, swin_last_error(),
+                   cudaGetErrorString(ce));
+        if (!ok) break;
+        if (pass == 0) {
+            CUDA_OK(cudaMemcpy(out1, d_out, nx * 2, cudaMemcpyDeviceToHost));
+            s = swin_quantize_fp8_cuda(d_ref, d_out, nx, inv, SWIN_DT_F16, st);
+            ce = cudaStreamSynchronize(st);
+            ok = CHECK(s == SWIN_OK && ce == cudaSuccess, "q8: quantize: %s", swin_last_error());
+            CUDA_OK(cudaMemcpy(ref, d_ref, nx, cudaMemcpyDeviceToHost));
+            continue;
+        }
+        CUDA_OK(cudaMemcpy(got, d_q, nx, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(out2, d_out, nx * 2, cudaMemcpyDeviceToHost));
+        size_t bad = 0, diff = 0, sat = 0;
+        for (size_t i = 0; i < nx; i++) bad += got[i] != ref[i], sat += (ref[i] & 0x7F) == 0x7E;
+        for (size_t i = 0; i < nx * 2; i++) diff += pass == 1 ? out2[i] != out1[i] : out2[i] != 0xFF;
+        ok &= CHECK(bad == 0, "q8 keep16 %d: %zu of %zu E4M3 bytes differ from the quantising pass", pass == 1, bad, nx);
+        ok &= CHECK(diff == 0, "q8 keep16 %d: %zu bytes of the 16-bit output %s", pass == 1, diff,
+                    pass == 1 ? "differ from the run without the copy" : "written (expected none)");
+        if (pass == 2) printf("q8 copy (keep16 1 and 0) ok (%zu of %zu saturated)\n", sat, nx);
+    }
+    cudaFree(d_x), cudaFree(d_w), cudaFree(d_out), cudaFree(d_bias), cudaFree(d_scale), cudaFree(d_q), cudaFree(d_ref);
+    free(f), free(h), free(out1), free(out2), free(ref), free(got), free(table);
+}
+
+/* refused with a message and SWIN_ERR_UNSUPPORTED / SWIN_ERR_ARGUMENT, supports() agreeing */
+static void test_arguments(cudaStream_t st) {
+    void *p;
+    CUDA_OK(cudaMalloc(&p, 1 << 20));
+    const qkv_case base = {14, 14, 7, 7, 3, 3, 1, 3, 1, 1, 0};
+    struct {
+        const char *what;
+        swin_status want;
+        int field;   /* 1 C 192, 2 head_dim 16, 3 fp32, 4 window 6x7, 5 out == x, 6 NULL w, 7 window 9x9,
+                        8 w unaligned */
+    } t[] = {
+        {"C 192", SWIN_ERR_UNSUPPORTED, 1},     {"head_dim 16", SWIN_ERR_UNSUPPORTED, 2},
+        {"fp32 data", SWIN_ERR_UNSUPPORTED, 3}, {"window 6x7 (42 tokens)", SWIN_ERR_UNSUPPORTED, 4},
+        {"window 9x9 (81 tokens)", SWIN_ERR_UNSUPPORTED, 7},
+        {"out overlaps x", SWIN_ERR_ARGUMENT, 5}, {"NULL w", SWIN_ERR_ARGUMENT, 6},
+        {"w not 16-byte aligned", SWIN_ERR_ARGUMENT, 8},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        swin_dims d = case_dims(&base);
+        swin_dtype dt = SWIN_DT_F16;
+        void *out = (char *)p + (1 << 19), *x = p, *w = p;
+        if (t[i].field == 1) d.C = 192, d.heads = 6;
+        if (t[i].field == 2) d.head_dim = 16, d.heads = 6;
+        if (t[i].field == 3) dt = SWIN_DT_F32;
+        if (t[i].field == 4) d.win_h = 6, d.shift_h = 0, d.shift_w = 0, d.res_h = d.hp = 12;
+        if (t[i].field == 7) d.win_h = d.win_w = 9, d.res_h = d.res_w = d.hp = d.wp = 18, d.shift_h = d.shift_w = 4;
+        if (t[i].field == 5) out = (char *)p + 64;
+        if (t[i].field == 6) w = NULL;
+        if (t[i].field == 8) w = (char *)p + 8;
+        const int sup = swin_window_attention_qkv_supports(&d, dt);
+        swin_clear_error();
+        swin_status s = swin_window_attention_qkv_cuda(out, x, w, NULL, (const float *)p, (const float *)p, &d, dt,
+                                                       NULL, st);
+        const char *msg = swin_last_error();
+        printf("refuse %-24s -> %d (%s)\n", t[i].what, (int)s, msg);
+        CHECK(s == t[i].want && msg[0], "%s: status %d, want %d", t[i].what, (int)s, (int)t[i].want);
+        CHECK(sup == (t[i].want != SWIN_ERR_UNSUPPORTED), "%s: supports() says %d", t[i].what, sup);
+    }
+    CHECK(cudaStreamSynchronize(st) == cudaSuccess, "stream after refusals");
+    cudaFree(p);
+}
+
+// ---- timings (printed, not asserted)
+/* median of 20 runs of 4 back-to-back launches' last one; which 0: the fused kernel, 1: the qkv
+ * GEMM and the attention kernel */
+static float time_it(int which, void *out, void *qkv, const void *x, const void *w, const void *b, const float *bt,
+                     const float *sc, const swin_dims *d, swin_gemm *g, cudaStream_t st) {
+    const int M = d->B * swin_dims_nw(d) * swin_dims_n(d);
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float t[20];
+    for (int it = 0; it < 20; it++) {
+        swin_status s = SWIN_OK;
+        for (int k = 0; k < 4 && s == SWIN_OK; k++) {
+            if (k == 3) CUDA_OK(cudaEventRecord(e0, st));
+            if (which == 0) {
+                s = swin_window_attention_qkv_cuda(out, x, w, b, bt, sc, d, SWIN_DT_F16, NULL, st);
+            } else {
+                s = swin_linear_cuda(qkv, x, w, b, NULL, M, d->C, 3 * d->C, SWIN_ACT_NONE, g, st);
+                if (s == SWIN_OK)
+                    s = swin_window_attention_cuda(out, qkv, bt, sc, d, SWIN_DT_F16, SWIN_ATTN_IMPL_FUSED, NULL, NULL,
+                                                   NULL, st);
+            }
+        }
+        CUDA_OK(cudaEventRecord(e1, st));
+        CUDA_OK(cudaEventSynchronize(e1));
+        CHECK(s == SWIN_OK, "timing: %s", swin_last_error());
+        CUDA_OK(cudaEventElapsedTime(&t[it], e0, e1));
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return tu_median(t, 20);
+}
+
+static void bench(int B, int version) {
+    const int W = version == 2 ? 8 : 7, res = version == 2 ? 64 : 56;
+    swin_dims d = swin_dims_square(B, res, 96, 3, 32, W, W / 2, version, 1e-5f);
+    const size_t nx = (size_t)B * res * res * 96, nw = 3 * 96 * 96, nbias = (size_t)(2 * W - 1) * (2 * W - 1) * 3;
+    float *f = malloc(nx * 4), scale[3] = {0.18f, 0.18f, 0.18f};
+    uint16_t *h = malloc(nx * 2);
+    void *d_x, *d_w, *d_b, *d_out, *d_qkv, *ws;
+    float *d_bias, *d_scale;
+    CUDA_OK(cudaMalloc(&d_x, nx * 2));
+    CUDA_OK(cudaMalloc(&d_w, nw * 2));
+    CUDA_OK(cudaMalloc(&d_b, 3 * 96 * 2));
+    CUDA_OK(cudaMalloc(&d_out, nx * 2));
+    CUDA_OK(cudaMalloc(&d_qkv, nx * 3 * 2));
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, sizeof scale));
+    const size_t wsb = 32u << 20;
+    CUDA_OK(cudaMalloc(&ws, wsb));
+    upload_f16(d_x, nx, -1.0f, 1.0f, f, h);
+    upload_f16(d_w, nw, -0.1f, 0.1f, f, h);
+    upload_f16(d_b, 3 * 96, -0.5f, 0.5f, f, h);
+    tu_fill(f, nbias, -2.0f, 2.0f);
+    CUDA_OK(cudaMemcpy(d_bias, f, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, sizeof scale, cudaMemcpyHostToDevice));
+    swin_gemm *g = NULL;
+    cudaStream_t st;
+    CUDA_OK(cudaStreamCreate(&st));
+    if (CHECK(swin_gemm_create(&g, SWIN_FP16, ws, wsb) == SWIN_OK, "swin_gemm_create: %s", swin_last_error())) {
+        const float fused = time_it(0, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
+        const float two = time_it(1, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
+        printf("bench qkv+attention v%d stage 1 B=%-3d fp16: one kernel %.4f ms, qkv GEMM + attention %.4f ms (%.2fx)\n",
+               version, B, fused, two, two / fused);
+        swin_gemm_free(g);
+    }
+    cudaStreamDestroy(st);
+    cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_qkv), cudaFree(d_bias);
+    cudaFree(d_scale), cudaFree(ws);
+    free(f), free(h);
+}
+
+int main(int argc, char **argv) {
+    (void)argc, (void)argv;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("test_gpu_attention_qkv: no CUDA device, skipped\n");
+        return TU_SKIP;
+    }
+    const char *q = getenv("SWIN_TEST_QUICK");
+    const int quick = q && atoi(q) > 0;
+    cudaStream_t st;
+    CUDA_OK(cudaStreamCreate(&st));
+    test_arguments(st);
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        if (!quick || cases[i].quick) run_case(&cases[i], i, st);
+    q8_case(st);
+    printf("%d launches checked\n", n_runs);
+    if (!quick) {
+        bench(64, 1);
+        bench(256, 1);
+        bench(256, 2);
+    }
+    cudaStreamDestroy(st);
+    return tu_finish("test_gpu_attention_qkv");
+}
