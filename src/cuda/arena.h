@@ -112,6 +112,9 @@ struct swin_engine {
      * partial LayerNorm statistics proj writes and fc1 reads, [ceil(C / 128), T] float pairs */
     int ln_fold;
     float *ln_part;
+    /* the first stage's qkv GEMM inside the attention kernel where it takes the block (engine.c
+     * qkv_fused; decided at setup, SWIN_ATTN_QKV) */
+    int attn_qkv;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;
     float *input, *logits;      /* io, fp32 */

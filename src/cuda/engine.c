@@ -190,6 +190,27 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
     return SWIN_OK;
 }
 
+/* q, k, v of the window rows in e->tok, then the attention: the qkv GEMM into e->qkv and
+ * attention() into e->tok, or, where e->attn_qkv and the op take the block (a 16-bit qkv, not an
+ * FP8 site, no calibration recording its input), one kernel that computes q, k and v on chip
+ * (kernels/attention_qkv.cuh; its output into e->qkv, as it must not overwrite its input). *att:
+ * where the output is. q_qkv: the qkv GEMM's E4M3 input (q8_for), q_proj: proj's. */
+static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_qkv,
+                                 const swin_q8_dst *q_proj, int Tp, void **att) {
+    if (e->attn_qkv && !e->recording && !swin_engine_fp8_site(e, &w->qkv) &&
+        swin_window_attention_qkv_supports(d, e->dt)) {
+        *att = e->qkv;
+        OP(ATTENTION, "qkv+attention",
+           swin_window_attention_qkv_cuda(e->qkv, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
+                                          q_proj, e->stream));
+        return SWIN_OK;
+    }
+    *att = e->tok;
+    if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
+    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, d->C, 3 * d->C, SWIN_ACT_NONE));
+    return attention(e, w, d, q_proj);
+}
+
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
  * E4M3 input is already in e->q8 (q8_for).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
@@ -246,23 +267,22 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, q_qkv, e->dt,
                                                                   e->stream));
-    if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
-    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
-    SWIN_TRY(attention(e, w, d, q_proj));
+    void *att;   /* the attention's output, proj's input */
+    SWIN_TRY(qkv_attention(e, w, d, q_qkv, q_proj, Tp, &att));
     if (e->ln_fold && !e->recording && !mlp_one_kernel(e, T)) {
         /* norm2 folded away (ln_fold_wanted; no FP8 sites, so no E4M3 inputs above): proj writes
          * the attention's output back to the image with the residual and each token's partial
          * statistics (e->ln_part); fc1 normalises with them in its epilogue, on weights with
          * norm2's gamma and beta folded in */
-        OP(GEMM, "proj+reverse+residual", swin_gemm_wgmma_proj_scatter_cuda(x, e->ln_part, e->tok, w->proj.w, w->proj.b,
+        OP(GEMM, "proj+reverse+residual", swin_gemm_wgmma_proj_scatter_cuda(x, e->ln_part, att, w->proj.w, w->proj.b,
                                                                             d, e->dt, e->stream));
         OP(GEMM, "norm2+fc1+gelu", swin_gemm_wgmma_ln_gelu_cuda(e->hid, x, e->ln_part, w->fc1_ln.w, w->fc1_ln.colsum,
                                                                 w->fc1_ln.b, T, C, hidden, d->eps, e->dt, e->stream));
         OP(GEMM, "fc2+residual", lin(e, x, e->hid, &w->fc2, x, T, hidden, C, SWIN_ACT_NONE));
         return SWIN_OK;
     }
-    if (!q_proj) SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
-    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
+    if (!q_proj) SWIN_TRY(quant(e, att, &w->proj, Tp));
+    OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
                                                                           d, q_fc1, e->dt, e->stream));
     return mlp(e, x, e->tok, w, x, T, C, hidden, q_fc1 != NULL, "fc2+residual");
@@ -275,11 +295,10 @@ static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 1);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, q_qkv, e->dt, e->stream));
-    if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
-    OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE));
-    SWIN_TRY(attention(e, w, d, q_proj));
-    if (!q_proj) SWIN_TRY(quant(e, e->tok, &w->proj, Tp));
-    OP(GEMM, "proj", lin(e, e->hid, e->tok, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
+    void *att;
+    SWIN_TRY(qkv_attention(e, w, d, q_qkv, q_proj, Tp, &att));
+    if (!q_proj) SWIN_TRY(quant(e, att, &w->proj, Tp));
+    OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
                                                                         e->dt, e->stream));
     SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2"));
@@ -516,6 +535,10 @@ static swin_status setup(swin_engine *e) {
      * for its 16-bit MLPs */
     if (e->opt.precision != SWIN_FP8 && !swin_engine_mlp_selectable(e)) e->opt.mlp = SWIN_MLP_UNFUSED;
     e->ln_fold = ln_fold_wanted(e);
+    /* fp16 / bf16 with --attention fused: the qkv GEMM inside the attention kernel where it takes
+     * the block (qkv_attention); SWIN_ATTN_QKV=0 in the environment keeps the two kernels */
+    e->attn_qkv = e->opt.attention == SWIN_ATTN_FUSED && (e->dt == SWIN_DT_F16 || e->dt == SWIN_DT_BF16) &&
+                  swin_env_on("SWIN_ATTN_QKV", 1);
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     /* the cuBLAS handles first: their device memory is gone from the free memory measured next
      * (else a batch said to fit could leave too little for them); the workspace comes later */
