@@ -150,6 +150,19 @@ CASES = [
          desc="transformers Swinv2, 66x50 (patch grid 17x13 after padding the image; windows from "
               "the constructor's 16x12), window 7: 17x13 padded to 21x14, odd merge to 9x7 padded "
               "to 14x7, shift 3 everywhere; pretrained_window_sizes [5, 0]"),
+    # Swin-T's and SwinV2-T's first-stage width (C 96, 3 heads of 32) with their windows: the CUDA
+    # engine runs these blocks' qkv GEMM inside the attention kernel (kernels/attention_qkv.cuh,
+    # fp16 / bf16); one stage each, so that the files stay small
+    dict(name="timm_v1_c96", kind="timm", arch="swin_tiny_patch4_window7_224",
+         args=dict(img_size=56, patch_size=4, window_size=7, embed_dim=96, depths=[2],
+                   num_heads=[3], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V1, one stage at Swin-T's first-stage width: C 96, 3 heads of 32, window 7 "
+              "at res 14 (shift 3)"),
+    dict(name="timm_v2_c96", kind="timm", arch="swinv2_tiny_window8_256",
+         args=dict(img_size=64, patch_size=4, window_size=8, embed_dim=96, depths=[2],
+                   num_heads=[3], mlp_ratio=2.0, num_classes=10),
+         desc="timm Swin V2, one stage at SwinV2-T's first-stage width: C 96, 3 heads of 32, window 8 "
+              "at res 16 (shift 4)"),
 ]
 
 
