@@ -169,7 +169,7 @@ static void q8_case(cudaStream_t st) {
     const swin_dims d = case_dims(&c);
     const size_t nx = (size_t)d.B * swin_dims_nw(&d) * swin_dims_n(&d) * d.C, nw = (size_t)3 * d.C * d.C;
     const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
-    const float inv = 500.0f;   /* saturates the largest outputs at 448 */
+    const float inv = 500.0f;   /* 1 / scale; the saturated (+-448) bytes are counted and printed */
     float *f = malloc((nx > nw ? nx : nw) * 4), scale[4];
     uint16_t *h = malloc(nx * 2);
     unsigned char *out1 = malloc(nx * 2), *out2 = malloc(nx * 2), *ref = malloc(nx), *got = malloc(nx);
