@@ -508,7 +508,7 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
 
 /* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C 96 or 128, 16-bit data */
 static bool qkv_takes(const swin_dims *d, swin_dtype dt) {
-    const int n = d->win_h * d->win_w;
+    const int n = swin_dims_n(d);
     return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && d->head_dim == HeadTiles::kHd && n > 48 &&
            n <= HeadTiles::kMaxN && qkv_width(d->C) && d->C == d->heads * d->head_dim;
 }
@@ -518,8 +518,13 @@ extern "C" int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype
 }
 
 template <typename T, int C>
-static swin_status launch_qkv(const QkvArgs &a, int sms, cudaStream_t st) {
+static swin_status launch_qkv(const QkvArgs &a, cudaStream_t st) {
     static int per_sm_v[2] = {0, 0};   /* per version */
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    if (QkvSmem<C>::kTotal > optin)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: needs %d bytes of shared "
+                         "memory, the device allows %d", QkvSmem<C>::kTotal, optin);
     return launch_walk(a.v2 ? attn_qkv_kernel<T, true, C> : attn_qkv_kernel<T, false, C>, a, QkvSmem<C>::kTotal,
                        per_sm_v[a.v2 ? 1 : 0], sms, "attn_qkv_kernel", st);
 }
@@ -547,12 +552,6 @@ extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, 
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p overlaps x %p", out, x);
     swin_q8_dst q;
     SWIN_TRY(swin_check_q8("window attention with the qkv projection", q8, &q));
-    int sms = 0, optin = 0;
-    SWIN_TRY(device_limits(&sms, &optin));
-    const int smem = d->C == 96 ? QkvSmem<96>::kTotal : QkvSmem<128>::kTotal;
-    if (smem > optin)
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: needs %d bytes of shared "
-                         "memory, the device allows %d", smem, optin);
     QkvArgs a;
     a.set(out, NULL, bias_table, scale, g, d->version == 2);
     a.q8 = q;
@@ -560,6 +559,6 @@ extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, 
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
     a.x = x, a.w = w, a.b = b;
-    if (dt == SWIN_DT_F16) return d->C == 96 ? launch_qkv<__half, 96>(a, sms, st) : launch_qkv<__half, 128>(a, sms, st);
-    return d->C == 96 ? launch_qkv<__nv_bfloat16, 96>(a, sms, st) : launch_qkv<__nv_bfloat16, 128>(a, sms, st);
+    if (dt == SWIN_DT_F16) return d->C == 96 ? launch_qkv<__half, 96>(a, st) : launch_qkv<__half, 128>(a, st);
+    return d->C == 96 ? launch_qkv<__nv_bfloat16, 96>(a, st) : launch_qkv<__nv_bfloat16, 128>(a, st);
 }

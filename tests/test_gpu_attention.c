@@ -114,22 +114,6 @@ static const char *impl_name[] = {"fused", "unfused", "tf32", "x3"};
  * cuBLAS's own sm90 kernels, in which racecheck reports hazards of their asynchronous copies */
 static int g_fused_only;
 
-/* host floats -> device-dtype bytes, and back */
-static void to_dt(void *dst, const float *src, size_t n, int dt) {
-    for (size_t i = 0; i < n; i++) {
-        if (dt == SWIN_DT_F32) ((float *)dst)[i] = src[i];
-        else if (dt == SWIN_DT_F16) ((uint16_t *)dst)[i] = tu_f32_to_f16(src[i]);
-        else ((uint16_t *)dst)[i] = tu_f32_to_bf16(src[i]);
-    }
-}
-static void from_dt(float *dst, const void *src, size_t n, int dt) {
-    for (size_t i = 0; i < n; i++) {
-        if (dt == SWIN_DT_F32) dst[i] = ((const float *)src)[i];
-        else if (dt == SWIN_DT_F16) dst[i] = tu_f16_to_f32(((const uint16_t *)src)[i]);
-        else dst[i] = tu_bf16_to_f32(((const uint16_t *)src)[i]);
-    }
-}
-
 static swin_dims case_dims(const att_case *c) {
     return swin_dims_square(c->B, c->res, c->heads * c->head_dim, c->heads, c->head_dim, c->W, c->shift,
                             c->version, 1e-5f);
@@ -213,7 +197,7 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
             refmax = tu_max_abs(ref, nout);
             ref_of_qkv = exact;
         }
-        to_dt(hbuf, qr, nqkv, dt);
+        tu_to_dtype(hbuf, qr, nqkv, dt);
         CUDA_OK(cudaMemcpy(d_qkv, hbuf, nqkv * ds, cudaMemcpyHostToDevice));
         int impls[4], n_impl = 0;
         impls[n_impl++] = SWIN_ATTN_IMPL_FUSED;
@@ -253,7 +237,7 @@ static void run_case(const att_case *c, const swin_dims *geom, int ci, cublasHan
             }
             CHECK(s == SWIN_OK, "status %d: %s", (int)s, swin_last_error());
             CUDA_OK(cudaMemcpy(hbuf, d_buf, nout * ds + 2 * GUARD_BYTES, cudaMemcpyDeviceToHost));
-            from_dt(got, hbuf + GUARD_BYTES, nout, dt);
+            tu_from_dtype(got, hbuf + GUARD_BYTES, nout, dt);
             int guard_ok = 1;
             for (int i = 0; i < GUARD_BYTES; i++)
                 guard_ok &= hbuf[i] == GUARD_BYTE && hbuf[GUARD_BYTES + nout * ds + i] == GUARD_BYTE;
@@ -356,7 +340,7 @@ static void q8_case(const att_case *c, int ci, cublasHandle_t cub, cudaStream_t 
     CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(d_scale, scale, c->heads * 4, cudaMemcpyHostToDevice));
     for (int dt = SWIN_DT_F16; dt <= SWIN_DT_BF16; dt++) {
-        to_dt(hq, qkv, nqkv, dt);   /* exact: the inputs are on the 1/128 grid */
+        tu_to_dtype(hq, qkv, nqkv, dt);   /* exact: the inputs are on the 1/128 grid */
         CUDA_OK(cudaMemcpy(d_qkv, hq, nqkv * 2, cudaMemcpyHostToDevice));
         for (int impl = SWIN_ATTN_IMPL_FUSED; impl <= SWIN_ATTN_IMPL_UNFUSED; impl++) {
             char name[160];
@@ -461,7 +445,7 @@ static void bench(const char *name, int B, int res, int W, int C, int heads, int
     float *d_bias, *d_scale;
     tu_fill(h, nqkv, -1.0f, 1.0f);
     fill_params(bias, scale, &d);
-    to_dt(hb, h, nqkv, dt);
+    tu_to_dtype(hb, h, nqkv, dt);
     CUDA_OK(cudaMalloc(&d_qkv, nqkv * ds));
     CUDA_OK(cudaMalloc(&d_out, nout * ds));
     CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));

@@ -54,19 +54,10 @@ static const qkv_case cases[] = {
 static const char *dt_name[] = {"f32", "f16", "bf16"};
 static const double dt_tol[] = {1e-5, 2e-3, 1.6e-2};
 
-static void to_dt(void *dst, const float *src, size_t n, int dt) {
-    for (size_t i = 0; i < n; i++)
-        ((uint16_t *)dst)[i] = dt == SWIN_DT_F16 ? tu_f32_to_f16(src[i]) : tu_f32_to_bf16(src[i]);
-}
-static void from_dt(float *dst, const void *src, size_t n, int dt) {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = dt == SWIN_DT_F16 ? tu_f16_to_f32(((const uint16_t *)src)[i]) : tu_bf16_to_f32(((const uint16_t *)src)[i]);
-}
-
 /* n random fp16 values in [lo, hi) into device memory d (f, h: host scratch of n floats and halves) */
 static void upload_f16(void *d, size_t n, float lo, float hi, float *f, uint16_t *h) {
     tu_fill(f, n, lo, hi);
-    to_dt(h, f, n, SWIN_DT_F16);
+    tu_to_dtype(h, f, n, SWIN_DT_F16);
     CUDA_OK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
 }
 
@@ -124,11 +115,11 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
         project(qkv, x, w, c->has_bias ? b : NULL, rows, C, dt);
         swin_window_attention_cpu(ref, qkv, bias, scale, &d);
         const double refmax = tu_max_abs(ref, nx);
-        to_dt(hx, x, nx, dt);
+        tu_to_dtype(hx, x, nx, dt);
         CUDA_OK(cudaMemcpy(d_x, hx, nx * 2, cudaMemcpyHostToDevice));
-        to_dt(hbuf, w, nw, dt);
+        tu_to_dtype(hbuf, w, nw, dt);
         CUDA_OK(cudaMemcpy(d_w, hbuf, nw * 2, cudaMemcpyHostToDevice));
-        to_dt(hbuf, b, 3 * C, dt);
+        tu_to_dtype(hbuf, b, 3 * C, dt);
         CUDA_OK(cudaMemcpy(d_b, hbuf, 3 * C * 2, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemset(d_buf, GUARD_BYTE, GUARD_BYTES));
         CUDA_OK(cudaMemset(d_out, 0xFF, nx * 2));   /* NaN */
@@ -144,7 +135,7 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
             continue;
         CUDA_OK(cudaMemcpy(hbuf, d_buf, nx * 2 + 2 * GUARD_BYTES, cudaMemcpyDeviceToHost));
         CUDA_OK(cudaMemcpy(hx2, d_x, nx * 2, cudaMemcpyDeviceToHost));
-        from_dt(got, hbuf + GUARD_BYTES, nx, dt);
+        tu_from_dtype(got, hbuf + GUARD_BYTES, nx, dt);
         int guard_ok = 1;
         for (int i = 0; i < GUARD_BYTES; i++)
             guard_ok &= hbuf[i] == GUARD_BYTE && hbuf[GUARD_BYTES + nx * 2 + i] == GUARD_BYTE;

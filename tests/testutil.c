@@ -114,6 +114,20 @@ void tu_round_to(float *x, size_t n, int dtype) {
     }
 }
 
+void tu_to_dtype(void *dst, const float *x, size_t n, int dtype) {
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == 0) ((float *)dst)[i] = x[i];
+        else ((uint16_t *)dst)[i] = dtype == 1 ? tu_f32_to_f16(x[i]) : tu_f32_to_bf16(x[i]);
+    }
+}
+
+void tu_from_dtype(float *dst, const void *x, size_t n, int dtype) {
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == 0) dst[i] = ((const float *)x)[i];
+        else dst[i] = dtype == 1 ? tu_f16_to_f32(((const uint16_t *)x)[i]) : tu_bf16_to_f32(((const uint16_t *)x)[i]);
+    }
+}
+
 int tu_tmpdir(char *buf, size_t size, const char *prefix) {
     const char *tmp = getenv("TMPDIR");
     snprintf(buf, size, "%s/%s_XXXXXX", tmp && *tmp ? tmp : P_tmpdir, prefix);

@@ -28,6 +28,9 @@ uint16_t tu_f32_to_f16(float f);
 float tu_f16_to_f32(uint16_t h);
 uint16_t tu_f32_to_bf16(float f);
 float tu_bf16_to_f32(uint16_t h);
+/* x[n] floats as dtype 0 f32 / 1 f16 / 2 bf16 values (4 or 2 bytes each) into dst, and back */
+void tu_to_dtype(void *dst, const float *x, size_t n, int dtype);
+void tu_from_dtype(float *dst, const void *x, size_t n, int dtype);
 /* Round x[n] in place to what dtype 0 f32 / 1 f16 / 2 bf16 can hold (matches swin_dtype). */
 void tu_round_to(float *x, size_t n, int dtype);
 /* A whole file, malloc'd with one NUL byte after its *n bytes; NULL when it cannot be read. */
