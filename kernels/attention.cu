@@ -190,15 +190,21 @@ static bool head_takes(const Geom &g, int v2) {
  * per head) x heads, as many CTAs as fit on the device at once, at most one per window and head.
  * per_sm: the caller's cache of the CTAs an SM (0: asked here, once per kernel and size). */
 template <typename Args>
-static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int &per_sm, int sms, const char *name,
-                               cudaStream_t st) {
-    const int threads = HeadTiles::kWarps * 32;
+static swin_status walk_per_sm(void (*kern)(Args), int smem, int &per_sm) {
     if (smem > 48 * 1024) SWIN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     if (per_sm == 0) {
         int n = 0;
-        SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, threads, smem));
+        SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, HeadTiles::kWarps * 32, smem));
         per_sm = n < 1 ? 1 : n;
     }
+    return SWIN_OK;
+}
+
+template <typename Args>
+static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int &per_sm, int sms, const char *name,
+                               cudaStream_t st) {
+    const int threads = HeadTiles::kWarps * 32;
+    SWIN_TRY(walk_per_sm(kern, smem, per_sm));
     if (a.g.heads > 65535)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %d heads exceed the grid limit", a.g.heads);
     long x = ((long)per_sm * sms + a.g.heads - 1) / a.g.heads;
@@ -506,7 +512,10 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
 
 // ---- the qkv projection and the attention in one kernel (attention_qkv.cuh)
 
-/* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C 96 or 128, 16-bit data */
+/* one case per width of qkv_width() */
+#define SWIN_QKV_WIDTHS(X) X(96) X(128) X(192) X(256) X(384) X(512)
+
+/* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C of qkv_width, 16-bit data */
 static bool qkv_takes(const swin_dims *d, swin_dtype dt) {
     const int n = swin_dims_n(d);
     return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && d->head_dim == HeadTiles::kHd && n > 48 &&
@@ -517,16 +526,43 @@ extern "C" int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype
     return d && qkv_takes(d, dt) && check_dims(d, dt) == SWIN_OK;
 }
 
+/* attn_qkv_kernel<T, v2, C>, and its CTAs an SM (cached; 0 until walk_per_sm asks) */
+template <typename T, int C>
+static void (*qkv_kernel(bool v2, int **per_sm))(QkvArgs) {
+    static int per_sm_v[2] = {0, 0};   /* per version */
+    *per_sm = &per_sm_v[v2 ? 1 : 0];
+    return v2 ? attn_qkv_kernel<T, true, C> : attn_qkv_kernel<T, false, C>;
+}
+
 template <typename T, int C>
 static swin_status launch_qkv(const QkvArgs &a, cudaStream_t st) {
-    static int per_sm_v[2] = {0, 0};   /* per version */
-    int sms = 0, optin = 0;
+    int sms = 0, optin = 0, *per_sm = NULL;
     SWIN_TRY(device_limits(&sms, &optin));
     if (QkvSmem<C>::kTotal > optin)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: needs %d bytes of shared "
                          "memory, the device allows %d", QkvSmem<C>::kTotal, optin);
-    return launch_walk(a.v2 ? attn_qkv_kernel<T, true, C> : attn_qkv_kernel<T, false, C>, a, QkvSmem<C>::kTotal,
-                       per_sm_v[a.v2 ? 1 : 0], sms, "attn_qkv_kernel", st);
+    void (*kern)(QkvArgs) = qkv_kernel<T, C>(a.v2, &per_sm);
+    return launch_walk(kern, a, QkvSmem<C>::kTotal, *per_sm, sms, "attn_qkv_kernel", st);
+}
+
+/* whether the kernel's grid gives every (window, head) a CTA of its own, all resident at once */
+template <typename T, int C>
+static int qkv_one_wave(const swin_dims *d) {
+    int sms = 0, optin = 0, *per_sm = NULL;
+    if (device_limits(&sms, &optin) != SWIN_OK || QkvSmem<C>::kTotal > optin) return 0;
+    void (*kern)(QkvArgs) = qkv_kernel<T, C>(d->version == 2, &per_sm);
+    if (walk_per_sm(kern, QkvSmem<C>::kTotal, *per_sm) != SWIN_OK) return 0;
+    const long pairs = (long)d->B * make_geom(d).nw * d->heads;
+    return pairs <= (long)*per_sm * sms;
+}
+
+extern "C" int swin_window_attention_qkv_one_wave(const swin_dims *d, swin_dtype dt) {
+    if (!swin_window_attention_qkv_supports(d, dt)) return 0;
+#define SWIN_QKV_CASE(c) \
+    if (d->C == c) return dt == SWIN_DT_F16 ? qkv_one_wave<__half, c>(d) : qkv_one_wave<__nv_bfloat16, c>(d);
+    SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
+#undef SWIN_QKV_CASE
+    return 0;
 }
 
 extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
@@ -539,7 +575,8 @@ extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, 
     SWIN_TRY(check_dims(d, dt));
     if (!qkv_takes(d, dt))
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: dtype %d, C %d, head_dim %d, "
-                         "window %dx%d (supported: fp16 / bf16, head_dim %d, C 96 or 128, windows of 49 to %d tokens)",
+                         "window %dx%d (supported: fp16 / bf16, head_dim %d, C 96, 128, 192, 256, 384 or 512, windows "
+                         "of 49 to %d tokens)",
                          (int)dt, d->C, d->head_dim, d->win_h, d->win_w, HeadTiles::kHd, HeadTiles::kMaxN);
     if (((uintptr_t)out | (uintptr_t)x | (uintptr_t)w) % 16 != 0 || (uintptr_t)b % 2 != 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p, x %p and w %p must be "
@@ -559,6 +596,9 @@ extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, 
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
     a.x = x, a.w = w, a.b = b;
-    if (dt == SWIN_DT_F16) return d->C == 96 ? launch_qkv<__half, 96>(a, st) : launch_qkv<__half, 128>(a, st);
-    return d->C == 96 ? launch_qkv<__nv_bfloat16, 96>(a, st) : launch_qkv<__nv_bfloat16, 128>(a, st);
+#define SWIN_QKV_CASE(c) \
+    if (d->C == c) return dt == SWIN_DT_F16 ? launch_qkv<__half, c>(a, st) : launch_qkv<__nv_bfloat16, c>(a, st);
+    SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
+#undef SWIN_QKV_CASE
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: C %d", d->C);
 }

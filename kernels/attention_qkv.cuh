@@ -1,6 +1,8 @@
 /* attention_qkv.cuh - the qkv projection and window attention in one kernel, for windows of 49 to
- * 64 tokens (7x7, 8x8) with head_dim 32 and C 96 or 128 (Swin-T/S's, SwinV2-T/S's and Swin-B's
- * first stage), fp16/bf16, V1 and V2; included by attention.cu (swin_window_attention_qkv_cuda).
+ * 64 tokens (7x7, 8x8) with head_dim 32 and C 96, 128, 192, 256, 384 or 512 (Swin-T/S's,
+ * SwinV2-T/S's and Swin-B's first three stages), fp16/bf16, V1 and V2; included by attention.cu
+ * (swin_window_attention_qkv_cuda). The engine uses it at C 96 and 128 always, wider only when
+ * the grid is one wave (small batches: engine.c, qkv_attention, has the measurements).
  *
  *   out [B*nW, N, C] <- attention(x W_qkv^T + b_qkv), x [B*nW, N, C] the windows' rows
  *
@@ -43,8 +45,12 @@
  * window at C 96; the projection's ldmatrix traffic is 4 warps x 48 x 512 bytes, 98 KB a window,
  * against 32 KB for the attention's own), and the window's phases (copy, project, attend) are
  * separated by CTA barriers. Not yet: warps of 32 rows x 48 columns (W read twice a window, not
- * 4 times), two windows a projection, wgmma with W read once a warpgroup; the second stage (C 192:
- * 90 KB of shared memory, 2 CTAs an SM) stays two kernels.
+ * 4 times), two windows a projection, wgmma with W read once a warpgroup.
+ * Wider C (192 to 512: 2 CTAs an SM up to 256, 1 above; 255 registers a thread, 0 to 32 bytes of
+ * spills) costs more than it saves once CTAs walk several windows: every head projects all C
+ * input channels of its window, at 1 or 2 CTAs an SM (H200, Swin-T fp16 stage 3 at batch 256:
+ * 0.371 ms against 0.146 for the qkv GEMM + attention), but at batch 1 (one window a CTA) the
+ * one kernel takes 0.0106 ms against 0.0169.
  * Test: tests/test_gpu_attention_qkv.c.
  */
 #ifndef SWIN_ATTENTION_QKV_CUH
@@ -61,8 +67,14 @@ struct QkvArgs : MmaArgs {
     const void *b;   /* [3C] or NULL */
 };
 
-/* C: the model width the kernel is built for */
-__host__ __device__ constexpr bool qkv_width(int C) { return C == 96 || C == 128; }
+/* C: the model widths the kernel is built for (Swin-T/S and V2's stages 1 to 3, Swin-B's 1 to 3;
+ * stage 4's x and W_h would not fit in shared memory) */
+__host__ __device__ constexpr bool qkv_width(int C) {
+    return C == 96 || C == 128 || C == 192 || C == 256 || C == 384 || C == 512;
+}
+/* CTAs an SM its shared memory allows (QkvSmem<C>::kTotal: 49.5 KB at C 96 ... 178 KB at 512),
+ * which sets the registers a thread may use (__launch_bounds__) */
+__host__ __device__ constexpr int qkv_min_ctas(int C) { return C <= 96 ? 4 : C <= 128 ? 3 : C <= 256 ? 2 : 1; }
 
 /* shared memory, byte offsets */
 template <int C>
@@ -101,7 +113,7 @@ __device__ __forceinline__ void qkv_project(float (&acc)[NJ][4], const T *xa, co
 }
 
 template <typename T, bool V2, int C>
-__global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
+__global__ void __launch_bounds__(HeadTiles::kWarps * 32, qkv_min_ctas(C))
 attn_qkv_kernel(QkvArgs a) {
     swin_pdl_begin();
     typedef QkvSmem<C> L;

@@ -127,9 +127,12 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
 /* The same attention with the qkv projection computed inside it (one kernel, q, k and v never
  * stored): out [B*nW, N, C] <- attention(x W^T + b), x [B*nW, N, C] the windows' rows (the qkv
  * GEMM's input), W [3C, C] and b [3C] (or NULL) in dt; out must not overlap x. fp16 / bf16 with
- * head_dim 32, windows of 49 to 64 tokens and C 96 or 128 (swin_window_attention_qkv_supports says
- * whether d is one); SWIN_ERR_UNSUPPORTED otherwise. q8 as above. */
+ * head_dim 32, windows of 49 to 64 tokens and C 96, 128, 192, 256, 384 or 512
+ * (swin_window_attention_qkv_supports says whether d is one); SWIN_ERR_UNSUPPORTED otherwise. q8
+ * as above. swin_window_attention_qkv_one_wave: 1 where the kernel would give every (window, head)
+ * of d a CTA of its own on the current GPU, all resident at once (0 where not, or unsupported). */
 int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype dt);
+int swin_window_attention_qkv_one_wave(const swin_dims *d, swin_dtype dt);
 swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
                                            const float *bias_table, const float *scale, const swin_dims *d,
                                            swin_dtype dt, const swin_q8_dst *q8, cudaStream_t st);

@@ -4,7 +4,7 @@
  *
  * Run: test_gpu_attention_qkv <source dir>   (ctest -L gpu); exits 77 without a GPU.
  * SWIN_TEST_QUICK=1 runs a subset and no timing (for compute-sanitizer).
- * Cases: the geometries the kernel takes (head_dim 32, windows of 49 to 64 tokens, C 96 and 128;
+ * Cases: the geometries the kernel takes (head_dim 32, windows of 49 to 64 tokens, C 96 to 512;
  * V1 and V2; shifted and not; a 7 x 8 window; a grid padded to the window), fp16 and bf16, and
  * windows enough that each CTA walks several (the kernel's prefetch of the next window's rows).
  * x uniform in [-1, 1], W in [-1, 1] / sqrt(C), b in [-0.5, 0.5] (and none), rounded to the dtype so
@@ -13,9 +13,10 @@
  * tolerances the attention test's (test_gpu_attention.c): the rounding of q, k and v is the same
  * on both sides, only the fp32 sums' order differs. Also: the E4M3 copy (proj's FP8 input) equals
  * the quantising pass over the output, refusals (what the kernel is not built for, overlapping
- * buffers, NULLs) with a message, and swin_window_attention_qkv_supports agreeing. At the end
- * (printed, not asserted) the kernel's time against the qkv GEMM (cuBLASLt) plus the attention
- * kernel, Swin-T's first stage at batch 64 and 256.
+ * buffers, NULLs) with a message, swin_window_attention_qkv_supports agreeing, and
+ * swin_window_attention_qkv_one_wave on a grid that fits and one that cannot. At the end (printed,
+ * not asserted) the kernel's time against the qkv GEMM (cuBLASLt) plus the attention kernel,
+ * Swin-T's stages 1 to 3 at batch 1, 8, 64 and 256 (the engine's rule for C > 128 comes from these).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -49,6 +50,13 @@ static const qkv_case cases[] = {
     {56, 56, 7, 7, 3, 3, 1, 3, 8, 1, 1},    /* 512 windows: each CTA walks several */
     {64, 64, 8, 8, 4, 4, 2, 3, 4, 1, 0},    /* 256 windows of 8 x 8, V2 */
     {56, 56, 7, 7, 0, 0, 1, 4, 4, 0, 0},    /* C 128, 256 windows, no qkv bias */
+    {14, 14, 7, 7, 3, 3, 1, 6, 2, 1, 1},    /* C 192 (Swin-T's second stage) */
+    {16, 16, 8, 8, 4, 4, 2, 6, 1, 1, 0},    /* C 192, V2 */
+    {14, 14, 7, 7, 3, 3, 1, 8, 1, 1, 0},    /* C 256 (Swin-B's second stage) */
+    {14, 14, 7, 7, 0, 0, 1, 12, 1, 1, 1},   /* C 384 (Swin-T's third stage) */
+    {16, 16, 8, 8, 4, 4, 2, 12, 1, 0, 0},   /* C 384, V2, no qkv bias */
+    {14, 14, 7, 7, 3, 3, 1, 16, 1, 1, 0},   /* C 512 (Swin-B's third stage) */
+    {28, 28, 7, 7, 3, 3, 1, 12, 4, 1, 0},   /* C 384, 64 windows x 12 heads: CTAs walk several */
 };
 
 static const char *dt_name[] = {"f32", "f16", "bf16"};
@@ -223,10 +231,10 @@ static void test_arguments(cudaStream_t st) {
     struct {
         const char *what;
         swin_status want;
-        int field;   /* 1 C 192, 2 head_dim 16, 3 fp32, 4 window 6x7, 5 out == x, 6 NULL w, 7 window 9x9,
+        int field;   /* 1 C 768, 2 head_dim 16, 3 fp32, 4 window 6x7, 5 out == x, 6 NULL w, 7 window 9x9,
                         8 w unaligned */
     } t[] = {
-        {"C 192", SWIN_ERR_UNSUPPORTED, 1},     {"head_dim 16", SWIN_ERR_UNSUPPORTED, 2},
+        {"C 768", SWIN_ERR_UNSUPPORTED, 1},     {"head_dim 16", SWIN_ERR_UNSUPPORTED, 2},
         {"fp32 data", SWIN_ERR_UNSUPPORTED, 3}, {"window 6x7 (42 tokens)", SWIN_ERR_UNSUPPORTED, 4},
         {"window 9x9 (81 tokens)", SWIN_ERR_UNSUPPORTED, 7},
         {"out overlaps x", SWIN_ERR_ARGUMENT, 5}, {"NULL w", SWIN_ERR_ARGUMENT, 6},
@@ -236,7 +244,7 @@ static void test_arguments(cudaStream_t st) {
         swin_dims d = case_dims(&base);
         swin_dtype dt = SWIN_DT_F16;
         void *out = (char *)p + (1 << 19), *x = p, *w = p;
-        if (t[i].field == 1) d.C = 192, d.heads = 6;
+        if (t[i].field == 1) d.C = 768, d.heads = 24;
         if (t[i].field == 2) d.head_dim = 16, d.heads = 6;
         if (t[i].field == 3) dt = SWIN_DT_F32;
         if (t[i].field == 4) d.win_h = 6, d.shift_h = 0, d.shift_w = 0, d.res_h = d.hp = 12;
@@ -255,6 +263,25 @@ static void test_arguments(cudaStream_t st) {
     }
     CHECK(cudaStreamSynchronize(st) == cudaSuccess, "stream after refusals");
     cudaFree(p);
+}
+
+/* one_wave(): (window, head) pairs against the CTAs resident at once: C 384 holds one CTA an SM
+ * (its 141,696 bytes of shared memory are over half of any GPU's 228 KB at most), so 12 pairs
+ * fit on a GPU of 12 SMs or more and 384 pairs an SM never fit */
+static void test_one_wave(void) {
+    int dev = 0, sms = 0;
+    CUDA_OK(cudaGetDevice(&dev));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const swin_dims one = swin_dims_square(1, 7, 384, 12, 32, 7, 0, 1, 1e-5f);         /* 1 x 12 pairs */
+    const swin_dims many = swin_dims_square(8 * sms, 14, 384, 12, 32, 7, 3, 1, 1e-5f); /* 384 an SM */
+    const swin_dims wide = swin_dims_square(1, 14, 768, 24, 32, 7, 3, 1, 1e-5f);       /* unsupported */
+    const int a = swin_window_attention_qkv_one_wave(&one, SWIN_DT_F16);
+    const int b = swin_window_attention_qkv_one_wave(&many, SWIN_DT_BF16);
+    const int c = swin_window_attention_qkv_one_wave(&wide, SWIN_DT_F16);
+    const int f = swin_window_attention_qkv_one_wave(&one, SWIN_DT_F32);
+    printf("one_wave: 12 pairs %d, %d pairs %d, C 768 %d, fp32 %d (%d SMs)\n", a, 384 * sms, b, c, f, sms);
+    CHECK(a == 1 && b == 0 && c == 0 && f == 0, "one_wave: %d %d %d %d, want 1 0 0 0", a, b, c, f);
+    CHECK(cudaGetLastError() == cudaSuccess, "one_wave left a CUDA error");
 }
 
 // ---- timings (printed, not asserted)
@@ -290,17 +317,21 @@ static float time_it(int which, void *out, void *qkv, const void *x, const void 
     return tu_median(t, 20);
 }
 
-static void bench(int B, int version) {
-    const int W = version == 2 ? 8 : 7, res = version == 2 ? 64 : 56;
-    swin_dims d = swin_dims_square(B, res, 96, 3, 32, W, W / 2, version, 1e-5f);
-    const size_t nx = (size_t)B * res * res * 96, nw = 3 * 96 * 96, nbias = (size_t)(2 * W - 1) * (2 * W - 1) * 3;
-    float *f = malloc(nx * 4), scale[3] = {0.18f, 0.18f, 0.18f};
-    uint16_t *h = malloc(nx * 2);
+/* Swin-T's (V2: SwinV2-T's) stage `stage` (1 to 3: C 96, 192, 384) at batch B */
+static void bench(int B, int version, int stage) {
+    const int W = version == 2 ? 8 : 7, C = 96 << (stage - 1), heads = C / 32;
+    const int res = (version == 2 ? 64 : 56) >> (stage - 1);
+    swin_dims d = swin_dims_square(B, res, C, heads, 32, W, res > W ? W / 2 : 0, version, 1e-5f);
+    const size_t nx = (size_t)B * res * res * C, nw = (size_t)3 * C * C;
+    const size_t nbias = (size_t)(2 * W - 1) * (2 * W - 1) * heads;
+    float *f = malloc((nx > nw ? nx : nw) * 4), scale[12];
+    for (int i = 0; i < 12; i++) scale[i] = 0.18f;
+    uint16_t *h = malloc((nx > nw ? nx : nw) * 2);
     void *d_x, *d_w, *d_b, *d_out, *d_qkv, *ws;
     float *d_bias, *d_scale;
     CUDA_OK(cudaMalloc(&d_x, nx * 2));
     CUDA_OK(cudaMalloc(&d_w, nw * 2));
-    CUDA_OK(cudaMalloc(&d_b, 3 * 96 * 2));
+    CUDA_OK(cudaMalloc(&d_b, 3 * C * 2));
     CUDA_OK(cudaMalloc(&d_out, nx * 2));
     CUDA_OK(cudaMalloc(&d_qkv, nx * 3 * 2));
     CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
@@ -309,7 +340,7 @@ static void bench(int B, int version) {
     CUDA_OK(cudaMalloc(&ws, wsb));
     upload_f16(d_x, nx, -1.0f, 1.0f, f, h);
     upload_f16(d_w, nw, -0.1f, 0.1f, f, h);
-    upload_f16(d_b, 3 * 96, -0.5f, 0.5f, f, h);
+    upload_f16(d_b, 3 * C, -0.5f, 0.5f, f, h);
     tu_fill(f, nbias, -2.0f, 2.0f);
     CUDA_OK(cudaMemcpy(d_bias, f, nbias * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(d_scale, scale, sizeof scale, cudaMemcpyHostToDevice));
@@ -319,8 +350,8 @@ static void bench(int B, int version) {
     if (CHECK(swin_gemm_create(&g, SWIN_FP16, ws, wsb) == SWIN_OK, "swin_gemm_create: %s", swin_last_error())) {
         const float fused = time_it(0, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
         const float two = time_it(1, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
-        printf("bench qkv+attention v%d stage 1 B=%-3d fp16: one kernel %.4f ms, qkv GEMM + attention %.4f ms (%.2fx)\n",
-               version, B, fused, two, two / fused);
+        printf("bench qkv+attention v%d stage %d B=%-3d fp16: one kernel %.4f ms, qkv GEMM + attention %.4f ms (%.2fx)\n",
+               version, stage, B, fused, two, two / fused);
         swin_gemm_free(g);
     }
     cudaStreamDestroy(st);
@@ -344,11 +375,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         if (!quick || cases[i].quick) run_case(&cases[i], i, st);
     q8_case(st);
+    test_one_wave();
     printf("%d launches checked\n", n_runs);
     if (!quick) {
-        bench(64, 1);
-        bench(256, 1);
-        bench(256, 2);
+        static const int runs[][3] = {{64, 1, 1}, {256, 1, 1}, {256, 2, 1}, {1, 1, 1}, {1, 1, 2}, {1, 1, 3},
+                                      {8, 1, 1}, {8, 1, 2}, {8, 1, 3}, {64, 1, 2}, {256, 1, 2}, {256, 1, 3}};
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) bench(runs[i][0], runs[i][1], runs[i][2]);
     }
     cudaStreamDestroy(st);
     return tu_finish("test_gpu_attention_qkv");

@@ -16,7 +16,8 @@
 #      is fused on Hopper), tf32 with --mlp unfused and fp16 with --graphs off (verify.log); then
 #      random-weight full-size Swin-T, SwinV2-T and Swin-B 384 (random_model.py, make_reference.py
 #      --pick: inputs whose top-1 is no near-tie) in fp16, bf16, tf32 and the one-kernel MLP, which
-#      only Swin's own widths reach
+#      only Swin's own widths reach, and fp16 with the qkv projection inside the attention kernel at
+#      every width it takes (SWIN_ATTN_QKV=2: at batch 4 the default fuses only the first stage)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
 #      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold,
 #      test_gpu_preprocess,
@@ -216,8 +217,9 @@ done
 wait
 for ((i = 1; i <= nrun; i++)); do verify_collect $i; done
 
-# ---- 4b. full-size models: the fixtures are small (C 8 to 32), so the kernels that take only
-# Swin's own widths (the one-kernel MLP: C 96, 128, 192) need real shapes. Random-weight Swin-T,
+# ---- 4b. full-size models: the fixtures are small (C 8 to 32, and 96 in the two _c96), so the
+# kernels that take only Swin's own widths (the one-kernel MLP: C 96, 128, 192; the qkv projection
+# in the attention kernel: C 96 to 512) need real shapes. Random-weight Swin-T,
 # SwinV2-T and Swin-B 384 (C 128, 12x12 windows; tools/random_model.py) with a float64
 # reference of 4 random inputs (tools/make_reference.py); needs python3 with torch and timm (the
 # GPU machine has them). The 4 are the draws of 32 whose top-1 leads the runner-up by the most
@@ -226,7 +228,8 @@ for ((i = 1; i <= nrun; i++)); do verify_collect $i; done
 # a coin toss; the 4 picked lead by 0.05 to 0.09.
 full_variants=("fp16|--precision fp16" "bf16|--precision bf16" "tf32|--precision tf32"
                "fp16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision fp16"
-               "bf16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision bf16")
+               "bf16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision bf16"
+               "fp16 qkv every width|SWIN_ATTN_QKV=2 --precision fp16")
 if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
   step "full-size models"
   for arch in swin_tiny_patch4_window7_224 swinv2_tiny_window8_256 swin_base_patch4_window12_384; do

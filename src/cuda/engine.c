@@ -194,11 +194,23 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
  * attention() into e->tok, or, where e->attn_qkv and the op take the block (a 16-bit qkv, not an
  * FP8 site, no calibration recording its input), one kernel that computes q, k and v on chip
  * (kernels/attention_qkv.cuh; its output into e->qkv, as it must not overwrite its input). *att:
- * where the output is. q_qkv: the qkv GEMM's E4M3 input (q8_for), q_proj: proj's. */
+ * where the output is. q_qkv: the qkv GEMM's E4M3 input (q8_for), q_proj: proj's.
+ * Where it pays: at C <= 128 always; wider (C 192 to 512: every (window, head) projects all C
+ * input channels, and the kernel holds 2 or 1 CTAs an SM) only when the grid is one wave, each
+ * (window, head) a CTA of its own. H200, Swin-T fp16, test_gpu_attention_qkv (one block, the one
+ * kernel against the qkv GEMM + attention, ms): stage 2 batch 1 0.0089 / 0.0145, 8 0.0196 /
+ * 0.0174, 256 0.363 / 0.227; stage 3 batch 1 0.0106 / 0.0169, 8 0.0196 / 0.0184, 256 0.371 /
+ * 0.146; end to end with every width fused (SWIN_ATTN_QKV=2) against C <= 128: batch 1 0.419 ->
+ * 0.410 ms, 8 0.664 -> 0.673, 256 8.618 -> 9.900. This rule against SWIN_ATTN_QKV=0 (bench_ab, best
+ * of two rounds, ms): Swin-T fp16 batch 1 0.415 -> 0.407, 2 0.455 -> 0.450, 4 0.559 -> 0.562,
+ * 8 0.662 -> 0.643, 64 2.338 -> 2.305 (SWIN_ATTN_QKV=2: 0.408, 0.449, 0.568, 0.668, 2.678); bf16
+ * batch 1 0.419 -> 0.411, 2 0.462 -> 0.451; SwinV2-T fp16 batch 1 0.433 -> 0.433, 2 0.483 -> 0.478,
+ * 8 0.718 -> 0.688. */
 static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_qkv,
                                  const swin_q8_dst *q_proj, int Tp, void **att) {
     if (e->attn_qkv && !e->recording && !swin_engine_fp8_site(e, &w->qkv) &&
-        swin_window_attention_qkv_supports(d, e->dt)) {
+        swin_window_attention_qkv_supports(d, e->dt) &&
+        (e->attn_qkv == 2 || d->C <= 128 || swin_window_attention_qkv_one_wave(d, e->dt))) {
         *att = e->qkv;
         OP(ATTENTION, "qkv+attention",
            swin_window_attention_qkv_cuda(e->qkv, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
@@ -536,9 +548,11 @@ static swin_status setup(swin_engine *e) {
     if (e->opt.precision != SWIN_FP8 && !swin_engine_mlp_selectable(e)) e->opt.mlp = SWIN_MLP_UNFUSED;
     e->ln_fold = ln_fold_wanted(e);
     /* fp16 / bf16 with --attention fused: the qkv GEMM inside the attention kernel where it takes
-     * the block (qkv_attention); SWIN_ATTN_QKV=0 in the environment keeps the two kernels */
-    e->attn_qkv = e->opt.attention == SWIN_ATTN_FUSED && (e->dt == SWIN_DT_F16 || e->dt == SWIN_DT_BF16) &&
-                  swin_env_on("SWIN_ATTN_QKV", 1);
+     * the block and pays (qkv_attention); SWIN_ATTN_QKV=0 in the environment keeps the two kernels
+     * everywhere, =2 fuses every block the kernel takes (to measure the rule) */
+    e->attn_qkv = e->opt.attention == SWIN_ATTN_FUSED && (e->dt == SWIN_DT_F16 || e->dt == SWIN_DT_BF16)
+                      ? (swin_env_is("SWIN_ATTN_QKV", "2") ? 2 : swin_env_on("SWIN_ATTN_QKV", 1))
+                      : 0;
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     /* the cuBLAS handles first: their device memory is gone from the free memory measured next
      * (else a batch said to fit could leave too little for them); the workspace comes later */
