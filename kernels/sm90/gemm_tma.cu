@@ -159,6 +159,14 @@
  * / 8.381 and 8.323 / 8.427; Swin-B 384 fp16 batch 64 18.201 / 18.460; fp16 fc1 + GELU per stage
  * 0.761 / 0.450 / 0.922 / 0.246 against 0.800 / 0.471 / 0.968 / 0.260 ms. So w's operand
  * traffic does not bound the compute-heavy stages' fc1 (K 384 and 768).
+ * Not tried on the GPU, ruled out by emulation: the GELU in f16x2 arithmetic (half the
+ * instructions: x rounded to fp16, erfc(|x| / sqrt 2) e^(x^2 / 2) / 2 as a polynomial in |x| by
+ * HFMA2, ex2.approx.f16x2 for e^(-x^2 / 2), out = max(x, 0) - |x| hq by HFMA2; about 7
+ * instructions an output against the erf GELU's 14.5). numpy, every HFMA2 rounded to fp16, on
+ * 900,000 values in [-8, 8] and N(0, 1.5) against round16(x Phi(x)): with polynomials of degree 4
+ * to 8 (fitted to 5.6e-2 .. 9.2e-4 relative), 19 to 54% of the outputs are more than one fp16 ulp
+ * off, up to 44 to 129 ulps (near x = -4, where hq's relative error is the output's), x^2 in fp32
+ * or in fp16 alike. So fp16 outputs keep the fp32 GELU.
  * V1's norm2 folded into the GEMMs around it (SWIN_LN_FOLD=1, opt-in): the SCATTER and LN_GELU
  *   epilogues, sm90/gemm_tma_fold.cuh (what they do and how they measured).
  * Test: tests/test_gpu_lnfold.c (SCATTER, LN_GELU; also _tma1, _nopdl; test_gpu_engine_fold), and
