@@ -512,9 +512,6 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
 
 // ---- the qkv projection and the attention in one kernel (attention_qkv.cuh)
 
-/* one case per width of qkv_width() */
-#define SWIN_QKV_WIDTHS(X) X(96) X(128) X(192) X(256) X(384) X(512)
-
 /* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C of qkv_width, 16-bit data */
 static bool qkv_takes(const swin_dims *d, swin_dtype dt) {
     const int n = swin_dims_n(d);

@@ -69,9 +69,10 @@ struct QkvArgs : MmaArgs {
 
 /* C: the model widths the kernel is built for (Swin-T/S and V2's stages 1 to 3, Swin-B's 1 to 3;
  * stage 4's x and W_h would not fit in shared memory) */
-__host__ __device__ constexpr bool qkv_width(int C) {
-    return C == 96 || C == 128 || C == 192 || C == 256 || C == 384 || C == 512;
-}
+#define SWIN_QKV_WIDTHS(X) X(96) X(128) X(192) X(256) X(384) X(512)   /* one X(C) a width */
+#define SWIN_QKV_IS(c) || C == c
+__host__ __device__ constexpr bool qkv_width(int C) { return false SWIN_QKV_WIDTHS(SWIN_QKV_IS); }
+#undef SWIN_QKV_IS
 /* CTAs an SM its shared memory allows (QkvSmem<C>::kTotal: 49.5 KB at C 96 ... 178 KB at 512),
  * which sets the registers a thread may use (__launch_bounds__) */
 __host__ __device__ constexpr int qkv_min_ctas(int C) { return C <= 96 ? 4 : C <= 128 ? 3 : C <= 256 ? 2 : 1; }
