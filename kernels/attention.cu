@@ -21,8 +21,8 @@
  *   SWIN_ATTN_IMPL_UNFUSED  cuBLAS batched GEMMs around a materialised score tensor and a separate
  *                           softmax kernel (attention_unfused.cuh): the baseline and cross-check.
  * With the qkv projection (swin_window_attention_qkv_cuda): the qkv GEMM and the attention in one
- * kernel (attention_qkv.cuh) for the first stage's geometry (head_dim 32, windows of 49 to 64
- * tokens, C 96 or 128; fp16/bf16); tested by tests/test_gpu_attention_qkv.c.
+ * kernel (attention_qkv.cuh) for head_dim 32, windows of 49 to 64 tokens and the widths of
+ * SWIN_QKV_WIDTHS (C 96 to 512; fp16/bf16); tested by tests/test_gpu_attention_qkv.c.
  * E4M3 copy (swin_q8_dst, for an FP8 proj): the fp16/bf16 fused kernels write it as they store the
  * output (tile_end, attention_mma.cuh), so proj needs no quantising pass; the other paths quantise
  * their output after the attention.

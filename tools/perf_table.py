@@ -354,8 +354,9 @@ def section_fp8(d, out):
     if any(o.get("name") == "qkv+attention" for a, b in keys
            for o in (d.swin[(a, "fp16", b)].get("breakdown") or {}).get("ops") or []):
         out.append("fp16 ran some blocks' qkv GEMM inside the attention kernel (op `qkv+attention`: the first "
-                   "stage's, C <= 128), fp8 as an FP8 GEMM: those GEMMs count in fp16's attention ms, not its "
-                   "GEMM ms, so the GEMM speedup compares fp8's GEMMs with fewer fp16 ones.")
+                   "stage's, C <= 128, and at small batches the wider ones'), fp8 as an FP8 GEMM: those GEMMs "
+                   "count in fp16's attention ms, not its GEMM ms, so the GEMM speedup compares fp8's GEMMs with "
+                   "fewer fp16 ones.")
         out.append("")
     out.append("| arch | batch | fp8 ms | fp8 img/s | fp16 ms | fp8 speedup | torch.compile fp16 ms | "
                "fp8 vs compile | GEMM ms fp16 | GEMM ms fp8 | GEMM speedup | quantize ms |")

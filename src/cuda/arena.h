@@ -112,8 +112,8 @@ struct swin_engine {
      * partial LayerNorm statistics proj writes and fc1 reads, [ceil(C / 128), T] float pairs */
     int ln_fold;
     float *ln_part;
-    /* the first stage's qkv GEMM inside the attention kernel where it takes the block (engine.c
-     * qkv_fused; decided at setup, SWIN_ATTN_QKV) */
+    /* the qkv GEMM inside the attention kernel (engine.c qkv_attention; set up from SWIN_ATTN_QKV):
+     * 0 never, 1 where it pays (C <= 128, wider in one wave), 2 wherever the kernel takes the block */
     int attn_qkv;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;

@@ -209,8 +209,8 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
 static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_qkv,
                                  const swin_q8_dst *q_proj, int Tp, void **att) {
     if (e->attn_qkv && !e->recording && !swin_engine_fp8_site(e, &w->qkv) &&
-        swin_window_attention_qkv_supports(d, e->dt) &&
-        (e->attn_qkv == 2 || d->C <= 128 || swin_window_attention_qkv_one_wave(d, e->dt))) {
+        (e->attn_qkv == 2 || d->C <= 128 ? swin_window_attention_qkv_supports(d, e->dt)
+                                         : swin_window_attention_qkv_one_wave(d, e->dt))) {   /* implies supports */
         *att = e->qkv;
         OP(ATTENTION, "qkv+attention",
            swin_window_attention_qkv_cuda(e->qkv, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
