@@ -43,7 +43,7 @@ cat > "$T/r1/torch_compile.json" <<EOF
 EOF
 # run 2 (later): Swin-T fp16 batch 1 again at 0.2 ms with PDL on (it beats run 1's 0.5)
 swin_rec $ST fp16 1 1 0.2 > "$T/r2/swin.jsonl"
-echo '{"tool": "perf", "date": "2026-01-02 10:00 UTC", "gpu": "Test GPU", "command": "run two", "failed": []}' \
+echo '{"tool": "perf", "date": "2026-01-02 10:00 UTC", "gpu": "Test GPU", "host": "7 CPUs, 3 GPUs", "command": "run two", "failed": []}' \
     > "$T/r2/perf_run.json"
 
 python3 "$src/tools/perf_table.py" -o "$T/merged.md" "$T/r1" "$T/r2" > "$T/log" 2>&1
@@ -52,6 +52,8 @@ md=$T/merged.md
 check "both runs are listed" grep -q "2 runs of tools/perf.sh, merged" "$md"
 check "run one named" grep -q '`run one`' "$md"
 check "run two named" grep -q '`run two`' "$md"
+check "run two's host beside its GPU" grep -q 'Test GPU (7 CPUs, 3 GPUs): `run two`' "$md"
+check "run one, without a host, has none" grep -q 'Test GPU: `run one`' "$md"
 # the later run's batch-1 row wins: 0.2 ms meets the 0.25 ms goal
 check "batch 1 goal from the later run, met" \
     grep -qE "^\| $ST fp16 batch 1 latency \| 0\.20 ms \| <= 0\.25 ms \| .* \| met \|" "$md"
@@ -71,5 +73,6 @@ python3 "$src/tools/perf_table.py" -o "$T/one.md" "$T/r2" > "$T/log" 2>&1
 check "perf_table.py on one run exits 0" test $? -eq 0
 check "one PDL state for every row" grep -q "Programmatic Dependent Launch: on in every row" "$T/one.md"
 check "no merge list for one run" bash -c "! grep -q 'merged into one table' '$T/one.md'"
+check "one run's host in the header" grep -q '^Host: 7 CPUs, 3 GPUs' "$T/one.md"
 
 finish cli_perf_table

@@ -35,7 +35,7 @@
 #   PERF_TABLE_ONLY          1: measure nothing, only write OUTDIR/PERFORMANCE.md from the
 #                            PERF_MERGE runs (no GPU needed) [0]
 # Files in OUTDIR (8, within what a device run returns): swin.jsonl, torch_eager.json,
-# torch_compile.json, perf_run.json (this run: date, GPU, command), PERFORMANCE.md, perf.log,
+# torch_compile.json, perf_run.json (this run: date, GPU, host, command), PERFORMANCE.md, perf.log,
 # build.log, torch_precompile.log.
 # Exit status: 0 when every phase ran, 1 when any failed (the table is still written).
 set -uo pipefail
@@ -103,15 +103,22 @@ limit() { local t=$(($(left) - $1)); [ $t -lt 1 ] && t=1; echo $t; }  # seconds 
 
 # write_run: this run's perf_run.json (date, GPU, command, the phases that failed so far)
 write_run() {
-  local cmdline gpu_name
+  local cmdline gpu_name host
   cmdline="PERF_ARCHS='$ARCHS' PERF_PRECISIONS='$PRECS' PERF_COMPILE_PRECISIONS='$CPRECS'"
   cmdline+=" PERF_BATCHES=$BATCHES PERF_ITERS=$ITERS"
   [ "$TORCH" = 1 ] || cmdline+=" PERF_TORCH=$TORCH"
   cmdline+=" bash tools/perf.sh OUTDIR"
   gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+  # the machine around the GPU: its CPUs (launch-bound rows depend on them), how many GPUs it
+  # has and which ones this run saw
+  local ngpu
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  host="$(nproc) CPUs, $ngpu GPU"
+  [ "$ngpu" = 1 ] || host+="s"
+  [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && host+=", CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
   python3 -c 'import json, sys; print(json.dumps({"tool": "perf", "date": sys.argv[1], "gpu": sys.argv[2] or "unknown",
-                                              "command": sys.argv[3], "failed": sys.argv[4:]}))' \
-    "$run_date" "$gpu_name" "$cmdline" "${failed[@]}" >"$out/perf_run.json" || failed+=("perf_run.json")
+                                              "host": sys.argv[3], "command": sys.argv[4], "failed": sys.argv[5:]}))' \
+    "$run_date" "$gpu_name" "$host" "$cmdline" "${failed[@]}" >"$out/perf_run.json" || failed+=("perf_run.json")
 }
 
 # make_table: PERFORMANCE.md from the PERF_MERGE runs and this one (what OUTDIR holds)

@@ -8,7 +8,7 @@ tools/perf.sh runs it at the end of a device run; docs/PERFORMANCE.md is that ou
 edited by hand. Inputs: a file holds one JSON object, a list of them, or one object per line
 (JSON Lines). Objects with "tool": "swin" are `swin bench --json` outputs (optionally with
 "command", or with "error" when the run failed); "tool": "torch" ones come from bench_torch.py;
-"tool": "perf" ones (perf_run.json) name a tools/perf.sh run: its date, GPU, command and failed
+"tool": "perf" ones (perf_run.json) name a tools/perf.sh run: its date, GPU, host (when recorded), command and failed
 phases. Several runs can go into one table (perf.sh's PERF_MERGE): each is listed.
 Rows are keyed by (arch, precision, batch) and, for torch, mode; a measured row beats one without
 a time, otherwise the later input wins. Nothing here measures anything: it only formats.
@@ -200,6 +200,8 @@ def section_env(d, out, date, perf_command):
     out.append(f"Date: {date}  ")
     gpu = es.get("gpu") or et.get("gpu") or "unknown"
     out.append(f"GPU: {gpu}, driver {es.get('driver') or et.get('driver') or 'unknown'}  ")
+    if len(d.runs) == 1 and d.runs[0].get("host"):
+        out.append(f"Host: {d.runs[0]['host']}  ")
     out.append(f"swin: CUDA runtime {es.get('cuda_runtime', 'unknown')}  ")
     if et:
         out.append(f"PyTorch: torch {et.get('torch', '?')} (CUDA {et.get('cuda', '?')}, cuDNN "
@@ -218,7 +220,8 @@ def section_env(d, out, date, perf_command):
         for r in d.runs:
             failed = r.get("failed") or []
             why = f" (failed: {'; '.join(failed)})" if failed else ""
-            out.append(f"- {r.get('date', '?')}, {r.get('gpu', '?')}: `{r.get('command', '?')}`{why}")
+            host = f" ({r['host']})" if r.get("host") else ""
+            out.append(f"- {r.get('date', '?')}, {r.get('gpu', '?')}{host}: `{r.get('command', '?')}`{why}")
     out.append("")
     out.append("## How it was measured")
     out.append("")
