@@ -2,7 +2,8 @@
 # cli_perf_table.sh - tools/perf_table.py, which writes docs/PERFORMANCE.md, on made-up inputs (no GPU):
 # the goals table (met, not met, not measured), the ratios to PyTorch, two merged runs (the later
 # run's row wins; both runs listed) and the Programmatic Dependent Launch line (one state for every
-# row, and per model and precision when merged runs differ). The numbers are invented; only the
+# row, and per model and precision when merged runs differ), each run's host, and the per-op calls
+# (one count per batch where the batches differ). The numbers are invented; only the
 # formatting is under test.
 # Usage (CTest): cli_perf_table.sh SWIN_BINARY SOURCE_DIR BUILD_DIR; exits 77 without python3.
 set -u
@@ -74,5 +75,26 @@ check "perf_table.py on one run exits 0" test $? -eq 0
 check "one PDL state for every row" grep -q "Programmatic Dependent Launch: on in every row" "$T/one.md"
 check "no merge list for one run" bash -c "! grep -q 'merged into one table' '$T/one.md'"
 check "one run's host in the header" grep -q '^Host: 7 CPUs, 3 GPUs' "$T/one.md"
+
+# the per-op breakdown: an op's calls per batch column when the batches differ (the engine's choices
+# depend on the batch), one number when they agree
+mkdir -p "$T/r3"
+python3 - "$ST" > "$T/r3/swin.jsonl" <<'EOF'
+import json, sys
+def op(name, cls, calls, ms):
+    return {"name": name, "class": cls, "calls": calls, "ms": ms, "per_stage_ms": [ms, 0.0, 0.0, 0.0]}
+def res(batch, fused_calls):
+    ops = [op("qkv+attention", "attention", fused_calls, 0.1), op("proj", "gemm", 12, 0.2)]
+    return {"batch": batch, "median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "img_per_s": batch * 1000.0,
+            "tflops": 1.0, "breakdown": {"gemm_ms": 0.2, "attention_ms": 0.1, "norm_shift_merge_ms": 0.0,
+                                         "other_ms": 0.0, "per_stage_ms": [0.3, 0.0, 0.0, 0.0], "ops": ops}}
+print(json.dumps({"tool": "swin", "arch": sys.argv[1], "precision": "fp16", "graphs": True, "pdl": True,
+                  "gpu": "Test GPU", "driver": "13.0", "cuda_runtime": "13.0", "command": "bench",
+                  "results": [res(1, 10), res(8, 2)]}))
+EOF
+python3 "$src/tools/perf_table.py" -o "$T/ops.md" "$T/r3" > "$T/log" 2>&1
+check "perf_table.py on a breakdown exits 0" test $? -eq 0
+check "calls per batch where they differ" grep -qE '^\| qkv\+attention \| attention \| 10 / 2 \| 0\.100 ' "$T/ops.md"
+check "one count where the batches agree" grep -qE '^\| proj \| gemm \| 12 \| 0\.200 ' "$T/ops.md"
 
 finish cli_perf_table

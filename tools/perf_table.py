@@ -389,7 +389,8 @@ def section_ops(d, rows, order, out):
             groups.setdefault((a, p), []).append((b, r["breakdown"]))
     for (a, p) in sorted(groups, key=lambda ap: (order.get(ap[0], 99), prec_key(ap[1]))):
         cols = sorted(groups[(a, p)], key=lambda bb: bb[0])
-        out.append(f"Per op, {a} {p} (ms per forward, all blocks; share of the profiled sum):")
+        out.append(f"Per op, {a} {p} (ms per forward, all blocks; share of the profiled sum; calls "
+                   "per forward, one per batch column where the batches differ):")
         out.append("")
         out.append("| op | family | calls | " + " | ".join(f"batch {b}" for b, _ in cols) + " |")
         out.append("|---|---|--:|" + "--:|" * len(cols))
@@ -399,17 +400,20 @@ def section_ops(d, rows, order, out):
                 if (o["name"], o["class"]) not in names:
                     names.append((o["name"], o["class"]))
         for name, cls in names:
-            cells, calls = [], None
+            cells, calls = [], []
             for _, bd in cols:
                 o = next((o for o in bd["ops"] if o["name"] == name and o["class"] == cls), None)
                 total = sum(x["ms"] for x in bd["ops"]) or 1.0
                 if o is None:
                     cells.append("—")
+                    calls.append("—")
                 else:
-                    calls = o["calls"]
+                    calls.append(str(o["calls"]))
                     cells.append(f"{num(o['ms'])} ({100.0 * o['ms'] / total:.0f}%)")
-            out.append(f"| {name} | {cls} | {calls if calls is not None else '—'} | " +
-                       " | ".join(cells) + " |")
+            # the engine's choices can differ by batch (e.g. the qkv projection inside the
+            # attention kernel at small batches only): then a count per batch column
+            shown = calls[0] if len(set(calls)) == 1 else " / ".join(calls)
+            out.append(f"| {name} | {cls} | {shown} | " + " | ".join(cells) + " |")
         out.append("")
 
 
