@@ -101,9 +101,9 @@ phase() {  # phase NAME: ends the previous phase (printing its duration) and sta
 left() { echo $((DEADLINE - (SECONDS - T0))); }
 limit() { local t=$(($(left) - $1)); [ $t -lt 1 ] && t=1; echo $t; }  # seconds left, less a reserve
 
-# write_run: this run's perf_run.json (date, GPU, command, the phases that failed so far)
+# write_run: this run's perf_run.json (date, GPU, host, command, the phases that failed so far)
 write_run() {
-  local cmdline gpu_name host
+  local cmdline gpu_name host ngpu
   cmdline="PERF_ARCHS='$ARCHS' PERF_PRECISIONS='$PRECS' PERF_COMPILE_PRECISIONS='$CPRECS'"
   cmdline+=" PERF_BATCHES=$BATCHES PERF_ITERS=$ITERS"
   [ "$TORCH" = 1 ] || cmdline+=" PERF_TORCH=$TORCH"
@@ -111,7 +111,6 @@ write_run() {
   gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
   # the machine around the GPU: its CPUs (launch-bound rows depend on them), how many GPUs it
   # has and which ones this run saw
-  local ngpu
   ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   host="$(nproc) CPUs, $ngpu GPU"
   [ "$ngpu" = 1 ] || host+="s"
