@@ -120,7 +120,20 @@ static bool kb32_on() {
  * swin_base_patch4_window12_384 --precision fp16 --batch 1,8,64,256 -n 20, modes 0 / 1 / default):
  * attention ops at batch 256 24.37 / 19.56 / 15.89 ms; end to end batch 1 1.257 / 1.217 / 1.242
  * ms, batch 8 3.353 / 3.172 / 3.041 ms, batch 64 2,954 / 3,069 / 3,254 img/s, batch 256 3,042 /
- * 3,089 / 3,288 img/s (bf16 batch 256: 3,130 / 3,189 / 3,376). */
+ * 3,089 / 3,288 img/s (bf16 batch 256: 3,130 / 3,189 / 3,376).
+ * Tried and not kept (2026-11-28): for these windows with head_dim 32, attention_head.cuh's design
+ * at 144 keys: a CTA per head (one an SM, 190,080 bytes of shared memory) holding the head's whole
+ * bias' (bias times its multiplier, -inf at pad keys) in shared memory in the mma accumulator
+ * layout (82,944 bytes, built once per CTA), walking the head's windows in 3 groups of 9 warps (a
+ * warp per query tile, a named barrier and a buffer per group), the bias' loaded into the score
+ * accumulators with one LDS.128 per 8 keys, online softmax over blocks of 48 keys. Its key loop
+ * took 9.25 instructions a score against mode 2's 17.6 (cuobjdump, fp16 V1), and it was correct
+ * (the attention test; a random full-size Swin-B 384 against timm in fp16 and bf16, swin verify
+ * PASS), but not faster: H200, Swin-B 384 (tools/bench_ab.py, two rounds, --breakdown), its
+ * attention ops over all blocks 0.405 / 0.737 / 4.059 ms at batch 1 / 8 / 64 against mode 2's
+ * 0.261 / 0.613 / 4.292; end to end 0.88x, 0.94x, 1.006x, and 1.014x at batch 256 (bf16 0.95x at
+ * 8, 1.010x at 64). Halving the instructions did not pay: these windows are bound by latency
+ * (copies and barriers a window), not by instruction issue. */
 static int fill_mode() {
     static const int mode = [] {
         const char *v = getenv("SWIN_ATTN_FILL");
@@ -200,6 +213,20 @@ static swin_status walk_per_sm(void (*kern)(Args), int smem, int &per_sm) {
     return SWIN_OK;
 }
 
+/* CTAs per head of a walking kernel: as many as are resident at once (per_sm an SM), rounded
+ * down, at least one. Rounded up, as before, heads that do not divide the device's resident CTAs
+ * got up to heads - 1 CTAs more than fit; those ran as a second wave once the first ones had
+ * walked all their windows, so the kernel took up to twice as long: attn_head_kernel (4 CTAs an SM
+ * on an H200) with 32 heads (Swin-B at 224's last stage: 17 x 32 = 544 CTAs for 528 places).
+ * Measured on a kernel of one CTA an SM (2026-11-28, H200, Swin-B 384 fp16, an attention kernel
+ * for 12x12 windows tried and not kept, below fill_mode; stages 2 to 4 have 8, 16 and 32 heads:
+ * 136, 144 and 160 CTAs rounded up): its ops over all blocks went from 0.973 to 0.737 ms at batch
+ * 8 and the forward from 18.60 to 17.54 ms at batch 64 once rounded down. */
+static long grid_per_head(int per_sm, int sms, int heads) {
+    const long x = (long)per_sm * sms / heads;
+    return x < 1 ? 1 : x;
+}
+
 template <typename Args>
 static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int &per_sm, int sms, const char *name,
                                cudaStream_t st) {
@@ -207,7 +234,7 @@ static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int 
     SWIN_TRY(walk_per_sm(kern, smem, per_sm));
     if (a.g.heads > 65535)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %d heads exceed the grid limit", a.g.heads);
-    long x = ((long)per_sm * sms + a.g.heads - 1) / a.g.heads;
+    long x = grid_per_head(per_sm, sms, a.g.heads);
     if (x > a.nwin) x = a.nwin;
     swin_launch(kern, dim3((unsigned)x, (unsigned)a.g.heads), threads, smem, st, a);
     SWIN_LAUNCH_CHECK(name, st);
