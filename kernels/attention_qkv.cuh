@@ -51,6 +51,15 @@
  * input channels of its window, at 1 or 2 CTAs an SM (H200, Swin-T fp16 stage 3 at batch 256:
  * 0.371 ms against 0.146 for the qkv GEMM + attention), but at batch 1 (one window a CTA) the
  * one kernel takes 0.0106 ms against 0.0169.
+ * Tried and not kept yet (2026-11-28): the partition inside too, each window row gathered from the
+ * image (token_src of win_geom.cuh per 16-byte chunk) and, in V1, normalised with norm1 in shared
+ * memory (each warp its 16 rows, the ln kernel's lane configuration), so that ln1+shift+partition
+ * disappears where this kernel runs. Bit for bit the two kernels' output, but slower (H200, fp16,
+ * bench_ab): Swin-T batch 1 0.428 -> 0.468 ms, 256 8.561 -> 9.009; SwinV2-T (the gather alone)
+ * batch 1 0.451 -> 0.478, 256 11.343 -> 11.470; the first stage's kernel 1.566 ms at batch 256
+ * against 0.901 plus about 0.19 for the pass it replaced. Unprofiled suspects: the norm's passes
+ * serial, each loading gamma and beta from global memory, between the copy and the projection
+ * of every head's CTA; the gathered copy's address arithmetic ahead of its cp.async.
  * Test: tests/test_gpu_attention_qkv.c.
  */
 #ifndef SWIN_ATTENTION_QKV_CUH
