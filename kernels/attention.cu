@@ -219,7 +219,7 @@ static swin_status walk_per_sm(void (*kern)(Args), int smem, int &per_sm) {
  * walked all their windows, so the kernel took up to twice as long: attn_head_kernel (4 CTAs an SM
  * on an H200) with 32 heads (Swin-B at 224's last stage: 17 x 32 = 544 CTAs for 528 places).
  * Measured on a kernel of one CTA an SM (2026-11-28, H200, Swin-B 384 fp16, an attention kernel
- * for 12x12 windows tried and not kept, below fill_mode; stages 2 to 4 have 8, 16 and 32 heads:
+ * for 12x12 windows tried and not kept, described above at fill_mode; stages 2 to 4 have 8, 16 and 32 heads:
  * 136, 144 and 160 CTAs rounded up): its ops over all blocks went from 0.973 to 0.737 ms at batch
  * 8 and the forward from 18.60 to 17.54 ms at batch 64 once rounded down. */
 static long grid_per_head(int per_sm, int sms, int heads) {
