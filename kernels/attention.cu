@@ -550,12 +550,13 @@ extern "C" int swin_window_attention_qkv_supports(const swin_dims *d, swin_dtype
     return d && qkv_takes(d, dt) && check_dims(d, dt) == SWIN_OK;
 }
 
-/* attn_qkv_kernel<T, v2, C>, and its CTAs an SM (cached; 0 until walk_per_sm asks) */
+/* attn_qkv_kernel<T, v2, C, gather>, and its CTAs an SM (cached; 0 until walk_per_sm asks) */
 template <typename T, int C>
-static void (*qkv_kernel(bool v2, int **per_sm))(QkvArgs) {
-    static int per_sm_v[2] = {0, 0};   /* per version */
-    *per_sm = &per_sm_v[v2 ? 1 : 0];
-    return v2 ? attn_qkv_kernel<T, true, C> : attn_qkv_kernel<T, false, C>;
+static void (*qkv_kernel(bool v2, bool gather, int **per_sm))(QkvArgs) {
+    static int per_sm_v[2][2] = {{0, 0}, {0, 0}};   /* per version and gather */
+    *per_sm = &per_sm_v[v2 ? 1 : 0][gather ? 1 : 0];
+    if (gather) return v2 ? attn_qkv_kernel<T, true, C, true> : attn_qkv_kernel<T, false, C, true>;
+    return v2 ? attn_qkv_kernel<T, true, C, false> : attn_qkv_kernel<T, false, C, false>;
 }
 
 template <typename T, int C>
@@ -565,7 +566,7 @@ static swin_status launch_qkv(const QkvArgs &a, cudaStream_t st) {
     if (QkvSmem<C>::kTotal > optin)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: needs %d bytes of shared "
                          "memory, the device allows %d", QkvSmem<C>::kTotal, optin);
-    void (*kern)(QkvArgs) = qkv_kernel<T, C>(a.v2, &per_sm);
+    void (*kern)(QkvArgs) = qkv_kernel<T, C>(a.v2, a.gather != 0, &per_sm);
     return launch_walk(kern, a, QkvSmem<C>::kTotal, *per_sm, sms, "attn_qkv_kernel", st);
 }
 
@@ -574,7 +575,7 @@ template <typename T, int C>
 static int qkv_one_wave(const swin_dims *d) {
     int sms = 0, optin = 0, *per_sm = NULL;
     if (device_limits(&sms, &optin) != SWIN_OK || QkvSmem<C>::kTotal > optin) return 0;
-    void (*kern)(QkvArgs) = qkv_kernel<T, C>(d->version == 2, &per_sm);
+    void (*kern)(QkvArgs) = qkv_kernel<T, C>(d->version == 2, false, &per_sm);   /* the gather kernel: the same smem */
     if (walk_per_sm(kern, QkvSmem<C>::kTotal, *per_sm) != SWIN_OK) return 0;
     const long pairs = (long)d->B * make_geom(d).nw * d->heads;
     return pairs <= (long)*per_sm * sms;
@@ -589,40 +590,73 @@ extern "C" int swin_window_attention_qkv_one_wave(const swin_dims *d, swin_dtype
     return 0;
 }
 
-extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
-                                                      const float *bias_table, const float *scale,
-                                                      const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
-                                                      cudaStream_t st) {
+/* both entries: x the windows' rows, or (gather) the image they are gathered from, normalised with
+ * ln_w / ln_b when given */
+static swin_status qkv_run(const char *op, void *out, const void *x, int gather, const float *ln_w, const float *ln_b,
+                           const void *w, const void *b, const float *bias_table, const float *scale,
+                           const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8, cudaStream_t st) {
     if (!out || !x || !w || !bias_table || !scale)
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: NULL pointer (out %p, x %p, "
-                         "w %p, bias_table %p, scale %p)", out, x, w, (const void *)bias_table, (const void *)scale);
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL pointer (out %p, x %p, w %p, bias_table %p, scale %p)", op, out,
+                         x, w, (const void *)bias_table, (const void *)scale);
     SWIN_TRY(check_dims(d, dt));
     if (!qkv_takes(d, dt))
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: dtype %d, C %d, head_dim %d, "
-                         "window %dx%d (supported: fp16 / bf16, head_dim %d, C 96, 128, 192, 256, 384 or 512, windows "
-                         "of 49 to %d tokens)",
-                         (int)dt, d->C, d->head_dim, d->win_h, d->win_w, HeadTiles::kHd, HeadTiles::kMaxN);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: dtype %d, C %d, head_dim %d, window %dx%d (supported: fp16 / bf16, "
+                         "head_dim %d, C 96, 128, 192, 256, 384 or 512, windows of 49 to %d tokens)", op, (int)dt,
+                         d->C, d->head_dim, d->win_h, d->win_w, HeadTiles::kHd, HeadTiles::kMaxN);
     if (((uintptr_t)out | (uintptr_t)x | (uintptr_t)w) % 16 != 0 || (uintptr_t)b % 2 != 0)
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p, x %p and w %p must be "
-                         "16-byte aligned, b %p 2-byte", out, x, w, b);
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out %p, x %p and w %p must be 16-byte aligned, b %p 2-byte", op, out,
+                         x, w, b);
+    QkvArgs a;
     const Geom g = make_geom(d);
     const int nwin = d->B * g.nw;
-    const size_t bytes = (size_t)nwin * g.N * g.C * swin_dtype_size(dt);
+    size_t x_rows = (size_t)nwin * g.N;
+    if (gather) {
+        int rows;
+        SWIN_TRY(swin_win_geom(op, d, dt, &a.wg, &rows));
+        SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 1));
+        if (ln_w && d->version == 2)
+            return swin_fail(SWIN_ERR_ARGUMENT, "%s: a LayerNorm before a V2 block's attention (V2 normalises after it)",
+                             op);
+        if (ln_w && ((uintptr_t)ln_w | (uintptr_t)ln_b) % 16 != 0)
+            return swin_fail(SWIN_ERR_ARGUMENT, "%s: ln_w %p and ln_b %p must be 16-byte aligned", op,
+                             (const void *)ln_w, (const void *)ln_b);
+        x_rows = (size_t)d->B * d->res_h * d->res_w;
+    }
+    const size_t out_bytes = (size_t)nwin * g.N * g.C * swin_dtype_size(dt), x_bytes = x_rows * g.C * swin_dtype_size(dt);
     const char *o = (const char *)out, *xi = (const char *)x;
-    if (o < xi + bytes && xi < o + bytes)   /* other heads' CTAs still read a window's rows */
-        return swin_fail(SWIN_ERR_ARGUMENT, "window attention with the qkv projection: out %p overlaps x %p", out, x);
+    if (o < xi + x_bytes && xi < o + out_bytes)   /* other heads' CTAs still read a window's rows */
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out %p overlaps x %p", op, out, x);
     swin_q8_dst q;
-    SWIN_TRY(swin_check_q8("window attention with the qkv projection", q8, &q));
-    QkvArgs a;
+    SWIN_TRY(swin_check_q8(op, q8, &q));
     a.set(out, NULL, bias_table, scale, g, d->version == 2);
     a.q8 = q;
     a.vb = 16;
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = nwin;
     a.x = x, a.w = w, a.b = b;
+    a.gather = gather;
+    a.ln_w = gather ? ln_w : NULL, a.ln_b = gather ? ln_b : NULL;
+    a.eps = d->eps;
 #define SWIN_QKV_CASE(c) \
     if (d->C == c) return dt == SWIN_DT_F16 ? launch_qkv<__half, c>(a, st) : launch_qkv<__nv_bfloat16, c>(a, st);
     SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
 #undef SWIN_QKV_CASE
-    return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with the qkv projection: C %d", d->C);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: C %d", op, d->C);
+}
+
+extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
+                                                      const float *bias_table, const float *scale,
+                                                      const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
+                                                      cudaStream_t st) {
+    return qkv_run("window attention with the qkv projection", out, x, 0, NULL, NULL, w, b, bias_table, scale, d, dt,
+                   q8, st);
+}
+
+extern "C" swin_status swin_ln_window_attention_qkv_cuda(void *out, const void *x, const float *ln_w,
+                                                         const float *ln_b, const void *w, const void *b,
+                                                         const float *bias_table, const float *scale,
+                                                         const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
+                                                         cudaStream_t st) {
+    return qkv_run("window attention with the partition and the qkv projection", out, x, 1, ln_w, ln_b, w, b,
+                   bias_table, scale, d, dt, q8, st);
 }

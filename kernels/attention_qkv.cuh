@@ -51,29 +51,41 @@
  * input channels of its window, at 1 or 2 CTAs an SM (H200, Swin-T fp16 stage 3 at batch 256:
  * 0.371 ms against 0.146 for the qkv GEMM + attention), but at batch 1 (one window a CTA) the
  * one kernel takes 0.0106 ms against 0.0169.
- * Tried and not kept yet (2026-11-28): the partition inside too, each window row gathered from the
- * image (token_src of win_geom.cuh per 16-byte chunk) and, in V1, normalised with norm1 in shared
- * memory (each warp its 16 rows, the ln kernel's lane configuration), so that ln1+shift+partition
- * disappears where this kernel runs. Bit for bit the two kernels' output, but slower (H200, fp16,
- * bench_ab): Swin-T batch 1 0.428 -> 0.468 ms, 256 8.561 -> 9.009; SwinV2-T (the gather alone)
- * batch 1 0.451 -> 0.478, 256 11.343 -> 11.470; the first stage's kernel 1.566 ms at batch 256
- * against 0.901 plus about 0.19 for the pass it replaced. Unprofiled suspects: the norm's passes
- * serial, each loading gamma and beta from global memory, between the copy and the projection
- * of every head's CTA; the gathered copy's address arithmetic ahead of its cp.async.
+ * GATHER (swin_ln_window_attention_qkv_cuda): x is the block's input image and each window row is
+ * gathered from it (token_src of win_geom.cuh: the shift, padding tokens as zero rows), in V1
+ * normalised with norm1 in shared memory (norm_rows, the ln kernel's lane configuration: bit for
+ * bit that kernel's output), so the partition pass before the kernel is gone. A kernel of its own
+ * so that the others stay the same code. Measured (H200, 2026-11-28, bench_ab, fp16, best of 2 or 3
+ * rounds, without -> with): SwinV2-T batch 1 0.428 -> 0.425 ms, 8 0.686 -> 0.678, 64 2.963 -> 2.930,
+ * 256 11.380 -> 11.371 (bf16 batch 1 0.432 -> 0.421, 8 0.681 -> 0.685, 256 11.079 -> 11.078): the
+ * engine's default for V2. V1 (with the norm) is slower: Swin-T batch 1 0.413 -> 0.437, 8 0.653 ->
+ * 0.663, 256 8.447 -> 8.717; at batch 256 the first stage's kernel takes 1.330 ms against 0.866
+ * plus about 0.19 for its partition pass, as every head's CTA normalises its window's rows again
+ * (3 to 24 times the norm's work) on the window's critical path: opt-in (SWIN_ATTN_GATHER=1).
+ * (The first version, one kernel with both paths and token_src per 16-byte chunk, was slower for
+ * V2 too: 4,096 SASS instructions at C 96 against 2,624 now and 2,456 without the gather.)
  * Test: tests/test_gpu_attention_qkv.c.
  */
 #ifndef SWIN_ATTENTION_QKV_CUH
 #define SWIN_ATTENTION_QKV_CUH
 
 #include "attention_head.cuh"
+#include "row.cuh"        /* row_normalize, pack_load / pack_store: the LayerNorm of gathered rows */
+#include "win_geom.cuh"   /* token_src: the rows gathered from the image */
 
 namespace swin_attn {
 
 /* the attention's arguments (MmaArgs::qkv unused) and the projection's inputs */
 struct QkvArgs : MmaArgs {
-    const void *x;   /* [nwin * N, C]: the windows' rows, the qkv GEMM's input */
+    const void *x;   /* [nwin * N, C]: the windows' rows, the qkv GEMM's input; with gather, the
+                        image [B, H, W, C] they come from */
     const void *w;   /* [3C, C]: the qkv weight (PyTorch's [out, in]) */
     const void *b;   /* [3C] or NULL */
+    int gather;      /* x is the image: each window row is gathered from it (wg: the shift, the
+                        partition, padding tokens as zero rows) */
+    win_geom wg;
+    const float *ln_w, *ln_b;   /* gather: the LayerNorm of the gathered rows (V1's norm1), or NULL */
+    float eps;
 };
 
 /* C: the model widths the kernel is built for (Swin-T/S and V2's stages 1 to 3, Swin-B's 1 to 3;
@@ -85,6 +97,15 @@ __host__ __device__ constexpr bool qkv_width(int C) { return false SWIN_QKV_WIDT
 /* CTAs an SM its shared memory allows (QkvSmem<C>::kTotal: 49.5 KB at C 96 ... 178 KB at 512),
  * which sets the registers a thread may use (__launch_bounds__) */
 __host__ __device__ constexpr int qkv_min_ctas(int C) { return C <= 96 ? 4 : C <= 128 ? 3 : C <= 256 ? 2 : 1; }
+
+/* The LayerNorm of gathered rows: per row of C values a group of qkv_ln_lpr(C) lanes, each with
+ * qkv_ln_nv(C) packs of 8 values, the configuration swin_row_dispatch (row.cuh) gives the
+ * ln1+shift+partition kernel for 16-bit rows of C, so that the statistics are summed in the same
+ * order and the normalised rows are bit for bit that kernel's output. */
+__host__ __device__ constexpr int qkv_ln_lpr(int C) {
+    return C == 96 ? 4 : C == 128 ? 16 : C == 192 ? 8 : C == 384 ? 16 : 32;   /* 256, 512: 32 */
+}
+__host__ __device__ constexpr int qkv_ln_nv(int C) { return C / 8 / qkv_ln_lpr(C); }
 
 /* shared memory, byte offsets */
 template <int C>
@@ -98,7 +119,10 @@ struct QkvSmem {
     static constexpr int kRk = kReg + HeadTiles::kMaxN * 4;                // V2: 1 / |k| [kMaxN]
     static constexpr int kBias = kRk + HeadTiles::kMaxN * 4;               // b_h [3 hd] fp32
     static constexpr int kStage = kBias + 3 * HeadTiles::kHd * 4;          // a warp's O tile
-    static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * HeadSmem::LD * 2;
+    static constexpr int kRowOk = kStage + HeadTiles::kWarps * Tiles::kRows * HeadSmem::LD * 2;   // gather: row is a token [kMaxN]
+    static constexpr int kLn = kRowOk + HeadTiles::kMaxN * 4;             // gather, V1: norm1's gamma, beta [C] fp32
+    static constexpr int kTotal = kLn + 2 * C * 4;
+    static_assert(kLn % 16 == 0, "gamma and beta are read as float4");
 };
 
 /* acc [NJ n-tiles of 8] = a warp's 16 rows of x times W_h's rows 8 J0 .. 8 (J0 + NJ) - 1, fp32, in
@@ -122,7 +146,10 @@ __device__ __forceinline__ void qkv_project(float (&acc)[NJ][4], const T *xa, co
     }
 }
 
-template <typename T, bool V2, int C>
+/* GATHER: a.gather's kernel (x the image; V1 with a.ln_w: normalised here), a kernel of its own so
+ * that the other's code stays as it was (the first version, one kernel with both paths, was 70%
+ * more code) */
+template <typename T, bool V2, int C, bool GATHER>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, qkv_min_ctas(C))
 attn_qkv_kernel(QkvArgs a) {
     swin_pdl_begin();
@@ -147,16 +174,66 @@ attn_qkv_kernel(QkvArgs a) {
     float bias[NT][4];
     head_bias<NT>(bias, g, a.bias_table, h, row0, q4, hs.bmul);
 
-    /* window w's rows of x into xs (rows >= N zero-filled), one cp.async group */
+    int *rowok = reinterpret_cast<int *>(smem + L::kRowOk);
+
+    float *lns = reinterpret_cast<float *>(smem + L::kLn);   /* gamma [C], beta [C] */
+
+    /* window w's rows of x into xs (rows >= N zero-filled), one cp.async group. GATHER: row r is
+     * the image's token token_src(w N + r), looked up once by each of the row's TPR threads, which
+     * copy CPT consecutive chunks of it (padding tokens: zero rows, rowok 0, as the partition
+     * kernel writes them); rowok is read after the wait at the top of the window's step, before
+     * the next window is issued. */
     auto issue_x = [&](int w) {
-        const T *src = x + (size_t)w * g.N * C;
+        if constexpr (GATHER) {
+            constexpr int TPR = nthr / HeadTiles::kMaxN, CPT = CPR / TPR;
+            static_assert(nthr % HeadTiles::kMaxN == 0 && CPR % TPR == 0, "a row's chunks divide over its threads");
+            const int r = tid / TPR, c0 = (tid % TPR) * CPT;
+            const long long t = r < g.N ? token_src(a.wg, w * g.N + r) : -1;
+            if (tid % TPR == 0) rowok[r] = t >= 0;
+            const T *src = x + (size_t)(t >= 0 ? t : 0) * C;
 #pragma unroll
-        for (int j = 0; j < HeadTiles::kMaxN * CPR / nthr; j++) {
-            const int i = tid + j * nthr, r = i / CPR, c = (i % CPR) * 8;
-            const bool ok = r < g.N;
-            cp_async16(xs + r * LDX + c, src + (size_t)(ok ? r : 0) * C + c, ok);
+            for (int j = 0; j < CPT; j++) cp_async16(xs + r * LDX + (c0 + j) * 8, src + (c0 + j) * 8, t >= 0);
+        } else {
+            const T *src = x + (size_t)w * g.N * C;
+#pragma unroll
+            for (int j = 0; j < HeadTiles::kMaxN * CPR / nthr; j++) {
+                const int i = tid + j * nthr, r = i / CPR, c = (i % CPR) * 8;
+                const bool ok = r < g.N;
+                cp_async16(xs + r * LDX + c, src + (size_t)(ok ? r : 0) * C + c, ok);
+            }
         }
         cp_async_commit();
+    };
+    /* the LayerNorm of the warp's 16 rows of xs, in place (tokens only: padding rows stay zero),
+     * rounded to T, with gamma and beta from shared memory (ln_affine's arithmetic); the
+     * projection below reads only the warp's own rows */
+    auto norm_rows = [&]() {
+        constexpr int LPR = qkv_ln_lpr(C), NV = qkv_ln_nv(C), RPP = 32 / LPR;   /* RPP: rows a pass */
+        static_assert(NV * LPR * 8 == C && Tiles::kRows % RPP == 0, "a row's packs divide over its lanes");
+        const int gl = lane % LPR;
+#pragma unroll 2
+        for (int p = 0; p < Tiles::kRows / RPP; p++) {
+            const int r = warp * Tiles::kRows + p * RPP + lane / LPR;
+            T *row = xs + r * LDX;
+            float v[NV][8];
+#pragma unroll
+            for (int i = 0; i < NV; i++) pack_load<T, 8>(v[i], row + (gl + LPR * i) * 8);
+            row_normalize<8, NV, LPR>(v, C, gl, a.eps);   /* every lane: the shuffles */
+            if (r < g.N && rowok[r])
+#pragma unroll
+                for (int i = 0; i < NV; i++) {
+                    const int e = (gl + LPR * i) * 8;
+#pragma unroll
+                    for (int k = 0; k < 8; k += 4) {
+                        const float4 wv = *reinterpret_cast<const float4 *>(lns + e + k);
+                        const float4 bv = *reinterpret_cast<const float4 *>(lns + C + e + k);
+                        v[i][k] = fmaf(v[i][k], wv.x, bv.x), v[i][k + 1] = fmaf(v[i][k + 1], wv.y, bv.y);
+                        v[i][k + 2] = fmaf(v[i][k + 2], wv.z, bv.z), v[i][k + 3] = fmaf(v[i][k + 3], wv.w, bv.w);
+                    }
+                    pack_store<T, 8>(row + e, v[i]);
+                }
+        }
+        __syncwarp();
     };
     int w = blockIdx.x;
     if (w >= a.nwin) return;
@@ -169,6 +246,9 @@ attn_qkv_kernel(QkvArgs a) {
         if (tid < 3 * HD)
             qb[tid] = a.b ? load_f(static_cast<const T *>(a.b), (size_t)(tid / HD) * C + h * HD + tid % HD) : 0.0f;
     }
+    if constexpr (GATHER && !V2)   /* visible after the first window's barrier */
+        if (a.ln_w)
+            for (int i = tid; i < 2 * C; i += nthr) lns[i] = i < C ? a.ln_w[i] : a.ln_b[i - C];
     issue_x(w);   /* the weights land with the first window's rows */
 
     const T *xa = xs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LDX + (mi >> 1) * 8;   // A: x rows
@@ -183,6 +263,9 @@ attn_qkv_kernel(QkvArgs a) {
     for (; w < a.nwin; w += gridDim.x) {
         cp_async_wait_all();
         __syncthreads();   /* x of window w has landed; every warp is done with the window before */
+        if constexpr (GATHER && !V2) {   /* V2 normalises after the attention (ln_w NULL) */
+            if (a.ln_w) norm_rows();
+        }
         int wy, wx;
         window_pos(g, w, &wy, &wx);
         const bool masked = window_masked(g, wy, wx);

@@ -136,6 +136,15 @@ int swin_window_attention_qkv_one_wave(const swin_dims *d, swin_dtype dt);
 swin_status swin_window_attention_qkv_cuda(void *out, const void *x, const void *w, const void *b,
                                            const float *bias_table, const float *scale, const swin_dims *d,
                                            swin_dtype dt, const swin_q8_dst *q8, cudaStream_t st);
+/* The same with the window partition inside too: x [B, H, W, C] is the image (d's grid), and the
+ * kernel gathers each window's rows from it as swin_ln_shift_partition_cuda lays them out (the
+ * shift, padding tokens as zero rows), normalised with ln_w / ln_b (fp32 [C], 16-byte aligned;
+ * V1's norm1, bit for bit that op's output) or, both NULL, as they are (V2). Replaces
+ * swin_ln_shift_partition_cuda + swin_window_attention_qkv_cuda; the same geometries. */
+swin_status swin_ln_window_attention_qkv_cuda(void *out, const void *x, const float *ln_w, const float *ln_b,
+                                              const void *w, const void *b, const float *bias_table,
+                                              const float *scale, const swin_dims *d, swin_dtype dt,
+                                              const swin_q8_dst *q8, cudaStream_t st);
 
 /* ---- FP8 E4M3 (kernels/fp8.cu), the arithmetic of src/fp8.h; e4m3() rounds to nearest even and
  * saturates to +-448 (NaN stays NaN). */

@@ -14,7 +14,10 @@
  * on both sides, only the fp32 sums' order differs. Also: the E4M3 copy (proj's FP8 input) equals
  * the quantising pass over the output, refusals (what the kernel is not built for, overlapping
  * buffers, NULLs) with a message, swin_window_attention_qkv_supports agreeing, and
- * swin_window_attention_qkv_one_wave on a grid that fits and one that cannot. At the end (printed,
+ * swin_window_attention_qkv_one_wave on a grid that fits and one that cannot. Every case also runs
+ * through swin_ln_window_attention_qkv_cuda (gather_case: the rows gathered from the image and, in
+ * V1, normalised inside the kernel): bit for bit the partition kernel followed by the kernel, and
+ * within tolerance of the CPU. At the end (printed,
  * not asserted) the kernel's time against the qkv GEMM (cuBLASLt) plus the attention kernel,
  * Swin-T's stages 1 to 3 at batch 1, 8, 64 and 256 (the engine's rule for C > 128 comes from these).
  */
@@ -89,6 +92,29 @@ static void project(float *qkv, const float *x, const float *w, const float *b, 
     tu_round_to(qkv, rows * 3 * (size_t)C, dt);
 }
 
+/* ref [rows, C] = the CPU attention of x's windows projected (project), q/k/v into qkv; returns
+ * ref's largest magnitude */
+static double reference(float *ref, float *qkv, const float *x, const float *w, const float *b, const float *bias,
+                        const float *scale, const swin_dims *d, int dt) {
+    const size_t rows = (size_t)d->B * swin_dims_nw(d) * swin_dims_n(d);
+    project(qkv, x, w, b, rows, d->C, dt);
+    swin_window_attention_cpu(ref, qkv, bias, scale, d);
+    return tu_max_abs(ref, rows * d->C);
+}
+
+/* n values of f, converted to dt (scratch: n halves), into device memory d */
+static void upload_dt(void *d, const float *f, size_t n, int dt, unsigned char *scratch) {
+    tu_to_dtype(scratch, f, n, dt);
+    CUDA_OK(cudaMemcpy(d, scratch, n * 2, cudaMemcpyHostToDevice));
+}
+
+/* a case's name in the output: "[prefix]grid HxW window ... dtype" */
+static void case_name(char *name, size_t cap, const char *prefix, const qkv_case *c, const swin_dims *d, int dt) {
+    snprintf(name, cap, "%sgrid %dx%d window %dx%d shift %dx%d v%d C=%-3d B=%d%s %s", prefix, d->res_h, d->res_w,
+             d->win_h, d->win_w, d->shift_h, d->shift_w, d->version, d->C, d->B, c->has_bias ? "" : " (no bias)",
+             dt_name[dt]);
+}
+
 static int n_runs;
 
 static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
@@ -120,15 +146,10 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
         tu_fill(w, nw, -1.0f / sqrtf((float)C), 1.0f / sqrtf((float)C));
         tu_fill(b, 3 * C, -0.5f, 0.5f);
         tu_round_to(x, nx, dt), tu_round_to(w, nw, dt), tu_round_to(b, 3 * C, dt);
-        project(qkv, x, w, c->has_bias ? b : NULL, rows, C, dt);
-        swin_window_attention_cpu(ref, qkv, bias, scale, &d);
-        const double refmax = tu_max_abs(ref, nx);
-        tu_to_dtype(hx, x, nx, dt);
-        CUDA_OK(cudaMemcpy(d_x, hx, nx * 2, cudaMemcpyHostToDevice));
-        tu_to_dtype(hbuf, w, nw, dt);
-        CUDA_OK(cudaMemcpy(d_w, hbuf, nw * 2, cudaMemcpyHostToDevice));
-        tu_to_dtype(hbuf, b, 3 * C, dt);
-        CUDA_OK(cudaMemcpy(d_b, hbuf, 3 * C * 2, cudaMemcpyHostToDevice));
+        const double refmax = reference(ref, qkv, x, w, c->has_bias ? b : NULL, bias, scale, &d, dt);
+        upload_dt(d_x, x, nx, dt, hx);
+        upload_dt(d_w, w, nw, dt, hbuf);
+        upload_dt(d_b, b, 3 * C, dt, hbuf);
         CUDA_OK(cudaMemset(d_buf, GUARD_BYTE, GUARD_BYTES));
         CUDA_OK(cudaMemset(d_out, 0xFF, nx * 2));   /* NaN */
         CUDA_OK(cudaMemset((char *)d_out + nx * 2, GUARD_BYTE, GUARD_BYTES));
@@ -137,8 +158,7 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
                                                        (swin_dtype)dt, NULL, st);
         cudaError_t ce = cudaStreamSynchronize(st);
         char name[160];
-        snprintf(name, sizeof name, "grid %dx%d window %dx%d shift %dx%d v%d C=%-3d B=%d%s %s", d.res_h, d.res_w, d.win_h,
-                 d.win_w, d.shift_h, d.shift_w, d.version, C, d.B, c->has_bias ? "" : " (no bias)", dt_name[dt]);
+        case_name(name, sizeof name, "", c, &d, dt);
         if (!CHECK(s == SWIN_OK && ce == cudaSuccess, "%s: %s / %s", name, swin_last_error(), cudaGetErrorString(ce)))
             continue;
         CUDA_OK(cudaMemcpy(hbuf, d_buf, nx * 2 + 2 * GUARD_BYTES, cudaMemcpyDeviceToHost));
@@ -158,6 +178,95 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
     }
     cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_buf), cudaFree(d_bias), cudaFree(d_scale);
     free(x), free(w), free(b), free(qkv), free(ref), free(got), free(bias), free(scale), free(hbuf), free(hx), free(hx2);
+}
+
+/* swin_ln_window_attention_qkv_cuda: the windows' rows gathered from the image (and in V1
+ * normalised with norm1) inside the kernel. Bit for bit swin_ln_shift_partition_cuda followed by
+ * swin_window_attention_qkv_cuda (the same LayerNorm arithmetic, the same rows), and within the
+ * dtype's tolerance of the CPU: swin_ln_shift_partition_cpu, rounded to the dtype as the partition
+ * kernel stores it, then the projection and attention as run_case. The image is poisoned around
+ * (guards) and must be unchanged. */
+static void gather_case(const qkv_case *c, int ci, cudaStream_t st) {
+    const swin_dims d = case_dims(c);
+    const int C = d.C, N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
+    const size_t rows = (size_t)nwin * N, nx = rows * C, nimg = (size_t)d.B * d.res_h * d.res_w * C;
+    const size_t nw = (size_t)3 * C * C, nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
+    const int v1 = d.version == 1;
+    float *img = malloc(nimg * 4), *win = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc(3 * C * 4);
+    float *qkv = malloc(nx * 3 * 4), *ref = malloc(nx * 4), *got = malloc(nx * 4), *bias = malloc(nbias * 4);
+    float *scale = malloc(d.heads * 4), *g = malloc(C * 4), *be = malloc(C * 4);
+    unsigned char *hbuf = malloc((nx > nw ? nx : nw) * 2), *hout = malloc(nx * 2), *hpair = malloc(nx * 2);
+    unsigned char *himg = malloc(nimg * 2), *himg2 = malloc(nimg * 2);
+    void *d_img, *d_win, *d_w, *d_b, *d_out, *d_pair;
+    float *d_bias, *d_scale, *d_g, *d_be;
+    CUDA_OK(cudaMalloc(&d_img, nimg * 2));
+    CUDA_OK(cudaMalloc(&d_win, nx * 2));
+    CUDA_OK(cudaMalloc(&d_w, nw * 2));
+    CUDA_OK(cudaMalloc(&d_b, 3 * C * 2));
+    CUDA_OK(cudaMalloc(&d_out, nx * 2));
+    CUDA_OK(cudaMalloc(&d_pair, nx * 2));
+    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
+    CUDA_OK(cudaMalloc((void **)&d_scale, d.heads * 4));
+    CUDA_OK(cudaMalloc((void **)&d_g, C * 4));
+    CUDA_OK(cudaMalloc((void **)&d_be, C * 4));
+    tu_seed(8000 + ci);
+    tu_fill(bias, nbias, -2.0f, 2.0f);
+    for (int h = 0; h < d.heads; h++) scale[h] = d.version == 2 ? tu_uniform(1.0f, 40.0f) : tu_uniform(0.1f, 0.3f);
+    tu_fill(g, C, 0.5f, 1.5f);
+    tu_fill(be, C, -0.5f, 0.5f);
+    CUDA_OK(cudaMemcpy(d_bias, bias, nbias * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale, scale, d.heads * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_g, g, C * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_be, be, C * 4, cudaMemcpyHostToDevice));
+    const swin_ln_w ln = {g, be};
+    for (int dt = SWIN_DT_F16; dt <= SWIN_DT_BF16; dt++) {
+        tu_fill(img, nimg, -2.0f, 3.0f);   /* a mean away from 0, so that the norm has work */
+        tu_fill(w, nw, -1.0f / sqrtf((float)C), 1.0f / sqrtf((float)C));
+        tu_fill(b, 3 * C, -0.5f, 0.5f);
+        tu_round_to(img, nimg, dt), tu_round_to(w, nw, dt), tu_round_to(b, 3 * C, dt);
+        swin_ln_shift_partition_cpu(win, img, v1 ? &ln : NULL, &d);
+        tu_round_to(win, nx, dt);
+        const double refmax = reference(ref, qkv, win, w, c->has_bias ? b : NULL, bias, scale, &d, dt);
+        upload_dt(d_img, img, nimg, dt, himg);
+        upload_dt(d_w, w, nw, dt, hbuf);
+        upload_dt(d_b, b, 3 * C, dt, hbuf);
+        CUDA_OK(cudaMemset(d_out, 0xFF, nx * 2));   /* NaN */
+        CUDA_OK(cudaMemset(d_pair, 0xFF, nx * 2));
+        CUDA_OK(cudaMemset(d_win, 0xFF, nx * 2));
+        const float *lw = v1 ? d_g : NULL, *lb = v1 ? d_be : NULL;
+        const void *bb = c->has_bias ? d_b : NULL;
+        swin_status s1 = swin_ln_window_attention_qkv_cuda(d_out, d_img, lw, lb, d_w, bb, d_bias, d_scale, &d,
+                                                           (swin_dtype)dt, NULL, st);
+        swin_status s2 = swin_ln_shift_partition_cuda(d_win, d_img, lw, lb, &d, NULL, (swin_dtype)dt, st);
+        swin_status s3 = s2 == SWIN_OK ? swin_window_attention_qkv_cuda(d_pair, d_win, d_w, bb, d_bias, d_scale, &d,
+                                                                        (swin_dtype)dt, NULL, st)
+                                       : s2;
+        cudaError_t ce = cudaStreamSynchronize(st);
+        char name[160];
+        case_name(name, sizeof name, "gather: ", c, &d, dt);
+        if (!CHECK(s1 == SWIN_OK && s3 == SWIN_OK && ce == cudaSuccess, "%s: %s / %s", name, swin_last_error(),
+                   cudaGetErrorString(ce)))
+            continue;
+        CUDA_OK(cudaMemcpy(hout, d_out, nx * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(hpair, d_pair, nx * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(himg2, d_img, nimg * 2, cudaMemcpyDeviceToHost));
+        tu_from_dtype(got, hout, nx, dt);
+        size_t differ = 0;
+        for (size_t i = 0; i < nx; i++) differ += memcmp(hout + 2 * i, hpair + 2 * i, 2) != 0;
+        const double err = tu_max_abs_diff(got, ref, nx) / (refmax > 0 ? refmax : 1.0);   /* NaN: fails below */
+        const int ok = err <= dt_tol[dt] && differ == 0 && memcmp(himg, himg2, nimg * 2) == 0;
+        printf("%-74s err %.2e (tol %.1e), %zu of %zu differ from the two kernels %s\n", name, err, dt_tol[dt], differ,
+               nx, ok ? "ok" : "FAIL");
+        CHECK(err <= dt_tol[dt], "%s: err %.3e > %.1e", name, err, dt_tol[dt]);
+        CHECK(differ == 0, "%s: %zu of %zu values differ from swin_ln_shift_partition_cuda + the kernel", name, differ,
+              nx);
+        CHECK(memcmp(himg, himg2, nimg * 2) == 0, "%s: the image changed", name);
+        n_runs++;
+    }
+    cudaFree(d_img), cudaFree(d_win), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_pair);
+    cudaFree(d_bias), cudaFree(d_scale), cudaFree(d_g), cudaFree(d_be);
+    free(img), free(win), free(w), free(b), free(qkv), free(ref), free(got), free(bias), free(scale), free(g), free(be);
+    free(hbuf), free(hout), free(hpair), free(himg), free(himg2);
 }
 
 /* the E4M3 copy: run without it and quantise the output with swin_quantize_fp8_cuda; then with the
@@ -377,7 +486,7 @@ int main(int argc, char **argv) {
     CUDA_OK(cudaStreamCreate(&st));
     test_arguments(st);
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
-        if (!quick || cases[i].quick) run_case(&cases[i], i, st);
+        if (!quick || cases[i].quick) run_case(&cases[i], i, st), gather_case(&cases[i], i, st);
     q8_case(st);
     test_one_wave();
     printf("%d launches checked\n", n_runs);

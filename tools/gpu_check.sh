@@ -17,7 +17,8 @@
 #      random-weight full-size Swin-T, SwinV2-T and Swin-B 384 (random_model.py, make_reference.py
 #      --pick: inputs whose top-1 is no near-tie) in fp16, bf16, tf32 and the one-kernel MLP, which
 #      only Swin's own widths reach, and fp16 with the qkv projection inside the attention kernel at
-#      every width it takes (SWIN_ATTN_QKV=2: at batch 4 the default fuses only the first stage)
+#      every width it takes (SWIN_ATTN_QKV=2: at batch 4 the default fuses only the first stage), and
+#      that with V1's window partition and norm1 inside it too (SWIN_ATTN_GATHER=1; V2 gathers by default)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
 #      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold,
 #      test_gpu_preprocess,
@@ -229,7 +230,8 @@ for ((i = 1; i <= nrun; i++)); do verify_collect $i; done
 full_variants=("fp16|--precision fp16" "bf16|--precision bf16" "tf32|--precision tf32"
                "fp16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision fp16"
                "bf16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision bf16"
-               "fp16 qkv every width|SWIN_ATTN_QKV=2 --precision fp16")
+               "fp16 qkv every width|SWIN_ATTN_QKV=2 --precision fp16"
+               "fp16 gathered partition|SWIN_ATTN_GATHER=1 SWIN_ATTN_QKV=2 --precision fp16")
 if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
   step "full-size models"
   for arch in swin_tiny_patch4_window7_224 swinv2_tiny_window8_256 swin_base_patch4_window12_384; do

@@ -354,7 +354,7 @@ def section_fp8(d, out):
                "both precisions (`fc1+gelu`, and in fp8 also fc2's quantisation: `fc1+gelu+quantize`), so "
                "the GEMM columns include it; quantize ms: the remaining input quantisation ops.")
     out.append("")
-    if any(o.get("name") == "qkv+attention" for a, b in keys
+    if any((o.get("name") or "").endswith("qkv+attention") for a, b in keys
            for o in (d.swin[(a, "fp16", b)].get("breakdown") or {}).get("ops") or []):
         out.append("fp16 ran some blocks' qkv GEMM inside the attention kernel (op `qkv+attention`: the first "
                    "stage's, C <= 128, and at small batches the wider ones'), fp8 as an FP8 GEMM: those GEMMs "

@@ -115,6 +115,9 @@ struct swin_engine {
     /* the qkv GEMM inside the attention kernel (engine.c qkv_attention; set up from SWIN_ATTN_QKV):
      * 0 never, 1 where it pays (C <= 128, wider in one wave), 2 wherever the kernel takes the block */
     int attn_qkv;
+    /* where it is, the window partition (V1: with norm1) inside that kernel too, reading the image
+     * (engine.c partition_qkv_attention): V2 by default, V1 with SWIN_ATTN_GATHER=1, never with =0 */
+    int attn_gather;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;
     float *input, *logits;      /* io, fp32 */

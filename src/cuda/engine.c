@@ -206,11 +206,15 @@ static swin_status attention(swin_engine *e, const swin_dblock *w, const swin_di
  * 8 0.662 -> 0.643, 64 2.338 -> 2.305 (SWIN_ATTN_QKV=2: 0.408, 0.449, 0.568, 0.668, 2.678); bf16
  * batch 1 0.419 -> 0.411, 2 0.462 -> 0.451; SwinV2-T fp16 batch 1 0.433 -> 0.433, 2 0.483 -> 0.478,
  * 8 0.718 -> 0.688. */
+static int qkv_fused(const swin_engine *e, const swin_dblock *w, const swin_dims *d) {
+    return e->attn_qkv && !e->recording && !swin_engine_fp8_site(e, &w->qkv) &&
+           (e->attn_qkv == 2 || d->C <= 128 ? swin_window_attention_qkv_supports(d, e->dt)
+                                            : swin_window_attention_qkv_one_wave(d, e->dt));   /* implies supports */
+}
+
 static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_qkv,
                                  const swin_q8_dst *q_proj, int Tp, void **att) {
-    if (e->attn_qkv && !e->recording && !swin_engine_fp8_site(e, &w->qkv) &&
-        (e->attn_qkv == 2 || d->C <= 128 ? swin_window_attention_qkv_supports(d, e->dt)
-                                         : swin_window_attention_qkv_one_wave(d, e->dt))) {   /* implies supports */
+    if (qkv_fused(e, w, d)) {
         *att = e->qkv;
         OP(ATTENTION, "qkv+attention",
            swin_window_attention_qkv_cuda(e->qkv, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
@@ -221,6 +225,33 @@ static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swi
     if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, d->C, 3 * d->C, SWIN_ACT_NONE));
     return attention(e, w, d, q_proj);
+}
+
+/* The block's start, x the image: the window partition of LN(x) (V1's norm1; ln NULL: V2, none),
+ * then qkv_attention. Where qkv_attention's one kernel takes the block and e->attn_gather is set
+ * (setup: V2 by default, V1 with SWIN_ATTN_GATHER=1, never with =0), that kernel also gathers its
+ * windows' rows from x and in V1 normalises them (kernels/attention_qkv.cuh, GATHER), so the
+ * partition pass and its output's round trip through memory are gone. Bit for bit the two
+ * kernels' output (test_gpu_attention_qkv). H200 (2026-11-28, tools/bench_ab.py, fp16, best of
+ * 3 rounds, SWIN_ATTN_GATHER=0 against the default): SwinV2-T batch 1 0.428 / 0.425 ms, 8 0.686 /
+ * 0.678, 64 2.963 / 2.930, 256 11.380 / 11.371 (--breakdown at 256: shift+partition 0.501 ms
+ * for all blocks against 0.301 for the blocks left, the first stage's kernel 1.261); V1 is slower
+ * with the norm inside (Swin-T batch 1 0.413 against 0.437 with =1, 256 8.447 against 8.717):
+ * the kernel's header says why. */
+static swin_status partition_qkv_attention(swin_engine *e, void *x, const swin_dblock *w, const swin_dln *ln,
+                                           const swin_dims *d, const swin_q8_dst *q_qkv, const swin_q8_dst *q_proj,
+                                           int Tp, void **att) {
+    const float *ln_w = ln ? ln->w : NULL, *ln_b = ln ? ln->b : NULL;
+    if (e->attn_gather && qkv_fused(e, w, d)) {
+        *att = e->qkv;
+        OP(ATTENTION, ln ? "ln1+partition+qkv+attention" : "partition+qkv+attention",
+           swin_ln_window_attention_qkv_cuda(e->qkv, x, ln_w, ln_b, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale,
+                                             d, e->dt, q_proj, e->stream));
+        return SWIN_OK;
+    }
+    OP(NORM, ln ? "ln1+shift+partition" : "shift+partition",
+       swin_ln_shift_partition_cuda(e->tok, x, ln_w, ln_b, d, q_qkv, e->dt, e->stream));
+    return qkv_attention(e, w, d, q_qkv, q_proj, Tp, att);
 }
 
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
@@ -277,10 +308,8 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
     swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 0);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
-    OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, q_qkv, e->dt,
-                                                                  e->stream));
     void *att;   /* the attention's output, proj's input */
-    SWIN_TRY(qkv_attention(e, w, d, q_qkv, q_proj, Tp, &att));
+    SWIN_TRY(partition_qkv_attention(e, x, w, &w->norm1, d, q_qkv, q_proj, Tp, &att));
     if (e->ln_fold && !e->recording && !mlp_one_kernel(e, T)) {
         /* norm2 folded away (ln_fold_wanted; no FP8 sites, so no E4M3 inputs above): proj writes
          * the attention's output back to the image with the residual and each token's partial
@@ -306,9 +335,8 @@ static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const
     swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 1);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
-    OP(NORM, "shift+partition", swin_ln_shift_partition_cuda(e->tok, x, NULL, NULL, d, q_qkv, e->dt, e->stream));
     void *att;
-    SWIN_TRY(qkv_attention(e, w, d, q_qkv, q_proj, Tp, &att));
+    SWIN_TRY(partition_qkv_attention(e, x, w, NULL, d, q_qkv, q_proj, Tp, &att));
     if (!q_proj) SWIN_TRY(quant(e, att, &w->proj, Tp));
     OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
@@ -553,6 +581,9 @@ static swin_status setup(swin_engine *e) {
     e->attn_qkv = e->opt.attention == SWIN_ATTN_FUSED && (e->dt == SWIN_DT_F16 || e->dt == SWIN_DT_BF16)
                       ? (swin_env_is("SWIN_ATTN_QKV", "2") ? 2 : swin_env_on("SWIN_ATTN_QKV", 1))
                       : 0;
+    /* the window partition inside that kernel too (partition_qkv_attention): V2 by default, V1 with
+     * SWIN_ATTN_GATHER=1 (its norm1 in every head's CTA: slower), never with =0 */
+    e->attn_gather = e->attn_qkv && swin_env_on("SWIN_ATTN_GATHER", e->m->cfg.version == 2);
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     /* the cuBLAS handles first: their device memory is gone from the free memory measured next
      * (else a batch said to fit could leave too little for them); the workspace comes later */
