@@ -187,6 +187,17 @@ static void top_k(const float *logits, int n, int k, scored *out, double *e) {
     }
 }
 
+/* one JSON line (o, then freed) as a result line of the sink */
+static void emit_json(cli_sink *s, cJSON *o) {
+    char *str = cJSON_PrintUnformatted(o);
+    if (str) {
+        sink_printf(s, "%s\n", str);
+        sink_end_line(s);
+    }
+    free(str);
+    cJSON_Delete(o);
+}
+
 static void print_result(cli_sink *s, const swin_model *m, const char *path, const scored *top, int k, int json) {
     if (!json) {
         sink_printf(s, "%s:", path);
@@ -205,13 +216,7 @@ static void print_result(cli_sink *s, const swin_model *m, const char *path, con
         cJSON_AddNumberToObject(e, "prob", round(top[j].prob * 1e6) / 1e6);
         cJSON_AddItemToArray(arr, e);
     }
-    char *str = cJSON_PrintUnformatted(o);
-    if (str) {
-        sink_printf(s, "%s\n", str);
-        sink_end_line(s);
-    }
-    free(str);
-    cJSON_Delete(o);
+    emit_json(s, o);
 }
 
 static int g_progress; /* a progress line is on stderr */
@@ -226,13 +231,7 @@ static void print_error(cli_sink *s, const char *path, const char *msg, int json
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "file", path);
         cJSON_AddStringToObject(o, "error", msg);
-        char *str = cJSON_PrintUnformatted(o);
-        if (str) {
-            sink_printf(s, "%s\n", str);
-            sink_end_line(s);
-        }
-        free(str);
-        cJSON_Delete(o);
+        emit_json(s, o);
     }
 }
 
