@@ -27,7 +27,9 @@
  * the sums' order the MMA's: results agree with qkv GEMM + attn_head_kernel to the dtype's
  * precision, not bit for bit.
  * Shared memory: x [64][C + 8], W_h [96][C + 8], K and V [64][40], the key regions, 1 / |k|, the
- * biases, a warp's O tile: 49,536 bytes at C 96 (4 CTAs an SM, as attn_head_kernel), 59,776 at 128
+ * biases, a warp's O tile, and for GATHER its row flags and norm1's gamma and beta (1,024 bytes at
+ * C 96, also reserved by the kernels without it): 50,560 bytes at C 96 (4 CTAs an SM, as
+ * attn_head_kernel), 61,056 at 128
  * (3). Registers: 128 (ptxas spills 20 to 24 bytes: the cp.async destinations of issue_x,
  * reloaded once a window). The projection runs in two passes (k and v, then q) so that 32
  * accumulators, not 48, sit beside the 32 of the bias (in one pass ptxas spilled 52 bytes).
@@ -94,7 +96,7 @@ struct QkvArgs : MmaArgs {
 #define SWIN_QKV_IS(c) || C == c
 __host__ __device__ constexpr bool qkv_width(int C) { return false SWIN_QKV_WIDTHS(SWIN_QKV_IS); }
 #undef SWIN_QKV_IS
-/* CTAs an SM its shared memory allows (QkvSmem<C>::kTotal: 49.5 KB at C 96 ... 178 KB at 512),
+/* CTAs an SM its shared memory allows (QkvSmem<C>::kTotal: 49.4 KiB at C 96 ... 182.6 KiB at 512),
  * which sets the registers a thread may use (__launch_bounds__) */
 __host__ __device__ constexpr int qkv_min_ctas(int C) { return C <= 96 ? 4 : C <= 128 ? 3 : C <= 256 ? 2 : 1; }
 
