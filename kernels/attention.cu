@@ -227,6 +227,14 @@ static long grid_per_head(int per_sm, int sms, int heads) {
     return x < 1 ? 1 : x;
 }
 
+/* SWIN_ATTN_CLUSTER=1 in the environment (read once): the walking kernels launched as clusters of
+ * a walker's heads (up to 8; they do not use the cluster), to measure what a cluster launch costs
+ * by itself (attention_proj.cuh's header) */
+static bool cluster_on() {
+    static const bool on = swin_env_on("SWIN_ATTN_CLUSTER", 0);
+    return on;
+}
+
 template <typename Args>
 static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int &per_sm, int sms, const char *name,
                                cudaStream_t st) {
@@ -236,7 +244,8 @@ static swin_status launch_walk(void (*kern)(Args), const Args &a, int smem, int 
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention: %d heads exceed the grid limit", a.g.heads);
     long x = grid_per_head(per_sm, sms, a.g.heads);
     if (x > a.nwin) x = a.nwin;
-    swin_launch(kern, dim3((unsigned)x, (unsigned)a.g.heads), threads, smem, st, a);
+    const unsigned cl = cluster_on() && a.g.heads <= 8 ? (unsigned)a.g.heads : 1u;
+    swin_launch_cluster(kern, dim3((unsigned)x, (unsigned)a.g.heads), threads, smem, dim3(1, cl, 1), st, a);
     SWIN_LAUNCH_CHECK(name, st);
     return SWIN_OK;
 }
@@ -590,12 +599,119 @@ extern "C" int swin_window_attention_qkv_one_wave(const swin_dims *d, swin_dtype
     return 0;
 }
 
-/* both entries: x the windows' rows, or (gather) the image they are gathered from, normalised with
- * ln_w / ln_b when given */
+// ---- and with the block's proj, reverse, residual and LayerNorm after it (attention_proj.cuh)
+
+/* the EPI kernels: V1 reading the partitioned rows, V2 gathering them (the engine's default paths) */
+template <typename T, int C>
+static void (*qkv_epi_kernel(bool v2))(QkvArgs) {
+    return v2 ? attn_qkv_kernel<T, true, C, true, true> : attn_qkv_kernel<T, false, C, false, true>;
+}
+
+/* clusters of `heads` CTAs of the EPI kernel resident at once on the current GPU (0: none fit, or
+ * the GPU has no clusters); cached per kernel and cluster size */
+template <typename T, int C>
+static int qkv_epi_clusters(bool v2, int heads) {
+    static int known[2][17];   /* clusters + 1; 0: not asked yet */
+    if (heads < 1 || heads > 16) return 0;
+    int &k = known[v2 ? 1 : 0][heads];
+    if (k) return k - 1;
+    int dev = 0, cl = 0, n = 0;
+    void (*kern)(QkvArgs) = qkv_epi_kernel<T, C>(v2);
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&cl, cudaDevAttrClusterLaunch, dev) == cudaSuccess &&
+        cl && cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, QkvSmem<C, true>::kTotal) == cudaSuccess &&
+        (heads <= 8 || cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess)) {
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = 1, at.val.clusterDim.y = (unsigned)heads, at.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1, (unsigned)heads);
+        cfg.blockDim = dim3(HeadTiles::kWarps * 32);
+        cfg.dynamicSmemBytes = QkvSmem<C, true>::kTotal;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess) n = 0;
+    }
+    (void)cudaGetLastError();   /* a refusal above is an answer (0), not an error for the next launch */
+    k = n + 1;
+    return n;
+}
+
+static int qkv_epi_fits(const swin_dims *d, swin_dtype dt) {
+#define SWIN_QKV_CASE(c)                                                                                       \
+    if (d->C == c)                                                                                             \
+        return (dt == SWIN_DT_F16 ? qkv_epi_clusters<__half, c>(d->version == 2, d->heads)                     \
+                                  : qkv_epi_clusters<__nv_bfloat16, c>(d->version == 2, d->heads)) > 0;
+    SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
+#undef SWIN_QKV_CASE
+    return 0;
+}
+
+extern "C" int swin_window_attention_proj_supports(const swin_dims *d, swin_dtype dt) {
+    return swin_window_attention_qkv_supports(d, dt) && qkv_epi_fits(d, dt);
+}
+
+extern "C" int swin_window_attention_proj_one_wave(const swin_dims *d, swin_dtype dt) {
+    if (!swin_window_attention_proj_supports(d, dt)) return 0;
+    const long nwin = (long)d->B * make_geom(d).nw;
+#define SWIN_QKV_CASE(c)                                                                                       \
+    if (d->C == c)                                                                                             \
+        return nwin <= (dt == SWIN_DT_F16 ? qkv_epi_clusters<__half, c>(d->version == 2, d->heads)             \
+                                          : qkv_epi_clusters<__nv_bfloat16, c>(d->version == 2, d->heads));
+    SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
+#undef SWIN_QKV_CASE
+    return 0;
+}
+
+/* one wave of clusters, each walking its windows (blockIdx.x, + gridDim.x, ...) */
+template <typename T, int C>
+static swin_status launch_qkv_epi(const QkvArgs &a, cudaStream_t st) {
+    const int heads = a.g.heads;
+    long x = qkv_epi_clusters<T, C>(a.v2 != 0, heads);
+    if (x < 1)
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with proj: a cluster of %d CTAs (the window's heads, "
+                         "%d bytes of shared memory each) cannot run on this GPU", heads, QkvSmem<C, true>::kTotal);
+    if (x > a.nwin) x = a.nwin;
+    swin_launch_cluster(qkv_epi_kernel<T, C>(a.v2 != 0), dim3((unsigned)x, (unsigned)heads), HeadTiles::kWarps * 32,
+                        QkvSmem<C, true>::kTotal, dim3(1, (unsigned)heads, 1), st, a);
+    SWIN_LAUNCH_CHECK("attn_qkv_kernel<epi>", st);
+    return SWIN_OK;
+}
+
+/* the epilogue's buffers: 16-byte aligned, ln_out (V1) apart from the image and both apart from the
+ * windows' rows (other clusters still read those) */
+static swin_status check_epi(const char *op, const swin_attn_epilogue *p, const void *xw, const swin_dims *d,
+                             swin_dtype dt) {
+    const int v1 = d->version == 1;
+    if (!p->x || !p->w || (v1 && !p->ln_out))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL pointer (x %p, w %p, ln_out %p)", op, p->x, p->w, p->ln_out);
+    SWIN_TRY(swin_check_ln(op, p->ln_w, p->ln_b, 0));
+    if (((uintptr_t)p->x | (uintptr_t)p->w | (uintptr_t)(v1 ? p->ln_out : NULL) | (uintptr_t)p->ln_w |
+         (uintptr_t)p->ln_b) % 16 != 0 || (uintptr_t)p->b % 2 != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x %p, w %p, ln_out %p, ln_w %p and ln_b %p must be 16-byte aligned, "
+                         "b %p 2-byte", op, p->x, p->w, p->ln_out, (const void *)p->ln_w, (const void *)p->ln_b, p->b);
+    if (v1 != (xw != NULL))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %s (V1 reads the windows' rows, V2 gathers them from x)", op,
+                         v1 ? "V1 without the windows' rows" : "V2 with the windows' rows");
+    const size_t img = (size_t)d->B * d->res_h * d->res_w * d->C * swin_dtype_size(dt);
+    const size_t win = (size_t)d->B * swin_dims_nw(d) * swin_dims_n(d) * d->C * swin_dtype_size(dt);
+    const char *xi = (const char *)p->x, *lo = (const char *)p->ln_out, *xr = (const char *)xw;
+    if ((v1 && lo < xi + img && xi < lo + img) || (xr && ((xr < xi + img && xi < xr + win) ||
+                                                           (v1 && xr < lo + img && lo < xr + win))))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x %p, ln_out %p and the windows' rows %p overlap", op, p->x, p->ln_out,
+                         xw);
+    if (!qkv_epi_fits(d, dt))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %d heads: a cluster of that many CTAs cannot run on this GPU "
+                         "(clusters need compute capability 9.0; up to 8 CTAs, 16 where the GPU allows)", op, d->heads);
+    return SWIN_OK;
+}
+
+/* the entries: x the windows' rows, or (gather) the image they are gathered from, normalised with
+ * ln_w / ln_b when given; epi: the epilogue (out unused, x the rows or, gathering, NULL: p->x) */
 static swin_status qkv_run(const char *op, void *out, const void *x, int gather, const float *ln_w, const float *ln_b,
                            const void *w, const void *b, const float *bias_table, const float *scale,
-                           const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8, cudaStream_t st) {
-    if (!out || !x || !w || !bias_table || !scale)
+                           const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8, const swin_attn_epilogue *epi,
+                           cudaStream_t st) {
+    if ((!out && !epi) || !x || !w || !bias_table || !scale)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL pointer (out %p, x %p, w %p, bias_table %p, scale %p)", op, out,
                          x, w, (const void *)bias_table, (const void *)scale);
     SWIN_TRY(check_dims(d, dt));
@@ -610,9 +726,12 @@ static swin_status qkv_run(const char *op, void *out, const void *x, int gather,
     const Geom g = make_geom(d);
     const int nwin = d->B * g.nw;
     size_t x_rows = (size_t)nwin * g.N;
-    if (gather) {
+    if (gather || epi) {
         int rows;
         SWIN_TRY(swin_win_geom(op, d, dt, &a.wg, &rows));
+    }
+    if (epi) SWIN_TRY(check_epi(op, epi, gather ? NULL : x, d, dt));
+    if (gather) {
         SWIN_TRY(swin_check_ln(op, ln_w, ln_b, 1));
         if (ln_w && d->version == 2)
             return swin_fail(SWIN_ERR_ARGUMENT, "%s: a LayerNorm before a V2 block's attention (V2 normalises after it)",
@@ -624,7 +743,7 @@ static swin_status qkv_run(const char *op, void *out, const void *x, int gather,
     }
     const size_t out_bytes = (size_t)nwin * g.N * g.C * swin_dtype_size(dt), x_bytes = x_rows * g.C * swin_dtype_size(dt);
     const char *o = (const char *)out, *xi = (const char *)x;
-    if (o < xi + x_bytes && xi < o + out_bytes)   /* other heads' CTAs still read a window's rows */
+    if (!epi && o < xi + x_bytes && xi < o + out_bytes)   /* other heads' CTAs still read a window's rows */
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: out %p overlaps x %p", op, out, x);
     swin_q8_dst q;
     SWIN_TRY(swin_check_q8(op, q8, &q));
@@ -637,6 +756,14 @@ static swin_status qkv_run(const char *op, void *out, const void *x, int gather,
     a.gather = gather;
     a.ln_w = gather ? ln_w : NULL, a.ln_b = gather ? ln_b : NULL;
     a.eps = d->eps;
+    if (epi) {
+        a.p.x = epi->x, a.p.ln_out = epi->ln_out, a.p.w = epi->w, a.p.b = epi->b;
+        a.p.ln_w = epi->ln_w, a.p.ln_b = epi->ln_b;
+#define SWIN_QKV_CASE(c)                                                                                       \
+    if (d->C == c) return dt == SWIN_DT_F16 ? launch_qkv_epi<__half, c>(a, st) : launch_qkv_epi<__nv_bfloat16, c>(a, st);
+        SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
+#undef SWIN_QKV_CASE
+    }
 #define SWIN_QKV_CASE(c) \
     if (d->C == c) return dt == SWIN_DT_F16 ? launch_qkv<__half, c>(a, st) : launch_qkv<__nv_bfloat16, c>(a, st);
     SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
@@ -649,7 +776,7 @@ extern "C" swin_status swin_window_attention_qkv_cuda(void *out, const void *x, 
                                                       const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
                                                       cudaStream_t st) {
     return qkv_run("window attention with the qkv projection", out, x, 0, NULL, NULL, w, b, bias_table, scale, d, dt,
-                   q8, st);
+                   q8, NULL, st);
 }
 
 extern "C" swin_status swin_ln_window_attention_qkv_cuda(void *out, const void *x, const float *ln_w,
@@ -658,5 +785,13 @@ extern "C" swin_status swin_ln_window_attention_qkv_cuda(void *out, const void *
                                                          const swin_dims *d, swin_dtype dt, const swin_q8_dst *q8,
                                                          cudaStream_t st) {
     return qkv_run("window attention with the partition and the qkv projection", out, x, 1, ln_w, ln_b, w, b,
-                   bias_table, scale, d, dt, q8, st);
+                   bias_table, scale, d, dt, q8, NULL, st);
+}
+
+extern "C" swin_status swin_window_attention_proj_cuda(const swin_attn_epilogue *p, const void *xw, const void *w,
+                                                       const void *b, const float *bias_table, const float *scale,
+                                                       const swin_dims *d, swin_dtype dt, cudaStream_t st) {
+    const char *op = "window attention with proj";
+    if (!p || !d) return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL %s", op, p ? "dims" : "epilogue");
+    return qkv_run(op, NULL, xw ? xw : p->x, !xw, NULL, NULL, w, b, bias_table, scale, d, dt, NULL, p, st);
 }

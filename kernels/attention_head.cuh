@@ -213,8 +213,9 @@ __device__ __forceinline__ void head_softmax(float (&s)[NT][4], float ssc, float
  * the keys' 1 / |k|, rq0 and rq1 1 / |q| of rows row0 and row0 + 8. V1: S = Q K^T + c, c the bias'
  * (or bias' + mask / scale on the shifted border), in the log2 domain S sc; V2: S = Q K^T, then
  * S / (|q| |k|) scale log2(e) + bias (+ mask). Shared by attn_head_kernel and attention_qkv.cuh's
- * kernel. */
-template <typename T, bool V2>
+ * kernel. STAGE: the rows only into os (tile_stage; out unused), where attention_proj.cuh's
+ * epilogue reads them. */
+template <typename T, bool V2, bool STAGE = false>
 __device__ __forceinline__ void head_attend(const uint32_t (&qf)[HeadTiles::kHd / 16][4], const T *ks, const T *vs,
                                             const int *reg, const float *rk, float rq0, float rq1,
                                             const float (&bias)[HeadTiles::kMaxN / 8][4], bool masked,
@@ -261,7 +262,8 @@ __device__ __forceinline__ void head_attend(const uint32_t (&qf)[HeadTiles::kHd 
     const T *vl = vs + ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;
 #pragma unroll
     for (int gp = 0; gp < NT / 2; gp++) pv_group<HD, T>(t.o, s[2 * gp], s[2 * gp + 1], vl + gp * 16 * LD);
-    tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
+    if constexpr (STAGE) tile_stage<HD, T>(t, os, lane);
+    else tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
 }
 
 template <typename T, bool V2>

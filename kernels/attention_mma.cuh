@@ -354,14 +354,10 @@ __device__ __forceinline__ void st_global16(void *dst, const uint4 &v) {
                  : "memory");
 }
 
-/* normalise and write the tile's valid rows, channels < hd: registers -> smem (os) -> global stores
- * of 16 bytes (vb == 16) or of vb-byte pieces; with a.q8, also (keep16 0: only) the E4M3 copy of
- * the values as stored, at the same element index (bit for bit swin_quantize_fp8_cuda of out) */
+/* the first half of tile_end: the tile's rows normalised and rounded to T into os (rows LD apart) */
 template <int HD, typename T>
-__device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int hd, int vb,
-                                         int lane) {
-    constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;
-    if constexpr (!q_in_regs(HD)) __syncwarp();   // os is the Q tile, read by every lane's ldmatrix until now
+__device__ __forceinline__ void tile_stage(WarpTile<HD> &t, T *os, int lane) {
+    constexpr int LD = HD + Tiles::kPad;
     float inv[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -376,6 +372,17 @@ __device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int til
         for (int r = 0; r < 2; r++)
             *reinterpret_cast<uint32_t *>(os + ((lane >> 2) + r * 8) * LD + n * 8 + 2 * (lane & 3)) =
                 pack2<T>(t.o[n][2 * r] * inv[r], t.o[n][2 * r + 1] * inv[r]);
+}
+
+/* normalise and write the tile's valid rows, channels < hd: registers -> smem (os) -> global stores
+ * of 16 bytes (vb == 16) or of vb-byte pieces; with a.q8, also (keep16 0: only) the E4M3 copy of
+ * the values as stored, at the same element index (bit for bit swin_quantize_fp8_cuda of out) */
+template <int HD, typename T>
+__device__ __forceinline__ void tile_end(WarpTile<HD> &t, T *os, T *out, int tile, const MmaArgs &a, int hd, int vb,
+                                         int lane) {
+    constexpr int LD = HD + Tiles::kPad, CPR = HD / 8;
+    if constexpr (!q_in_regs(HD)) __syncwarp();   // os is the Q tile, read by every lane's ldmatrix until now
+    tile_stage<HD, T>(t, os, lane);
     __syncwarp();
     for (int i = lane; i < Tiles::kRows * CPR; i += 32) {
         int r = i / CPR, c = (i % CPR) * 8, row = tile * Tiles::kRows + r;

@@ -30,7 +30,8 @@
  * biases, a warp's O tile, and for GATHER its row flags and norm1's gamma and beta (1,024 bytes at
  * C 96, also reserved by the kernels without it): 50,560 bytes at C 96 (4 CTAs an SM, as
  * attn_head_kernel), 61,056 at 128
- * (3). Registers: 128 (ptxas spills 20 to 24 bytes: the cp.async destinations of issue_x,
+ * (3); EPI adds attention_proj.cuh's ProjSmem (W_proj's 32 rows of the head, 7,552 bytes at C 96:
+ * 3 CTAs an SM). Registers: 128 (ptxas spills 20 to 24 bytes: the cp.async destinations of issue_x,
  * reloaded once a window). The projection runs in two passes (k and v, then q) so that 32
  * accumulators, not 48, sit beside the 32 of the bias (in one pass ptxas spilled 52 bytes).
  * Measured on the H200 (2026-11-28, one build, `python3 tools/bench_ab.py --rounds 2 SWIN_ATTN_QKV=0
@@ -72,6 +73,7 @@
 #define SWIN_ATTENTION_QKV_CUH
 
 #include "attention_head.cuh"
+#include "attention_proj.cuh"   /* EPI: proj, reverse, residual and LayerNorm after the attention */
 #include "row.cuh"        /* row_normalize, pack_load / pack_store: the LayerNorm of gathered rows */
 #include "win_geom.cuh"   /* token_src: the rows gathered from the image */
 
@@ -88,6 +90,7 @@ struct QkvArgs : MmaArgs {
     win_geom wg;
     const float *ln_w, *ln_b;   /* gather: the LayerNorm of the gathered rows (V1's norm1), or NULL */
     float eps;
+    ProjArgs p;                 /* EPI: the epilogue's (attention_proj.cuh; wg then maps rows to tokens) */
 };
 
 /* C: the model widths the kernel is built for (Swin-T/S and V2's stages 1 to 3, Swin-B's 1 to 3;
@@ -109,8 +112,8 @@ __host__ __device__ constexpr int qkv_ln_lpr(int C) {
 }
 __host__ __device__ constexpr int qkv_ln_nv(int C) { return C / 8 / qkv_ln_lpr(C); }
 
-/* shared memory, byte offsets */
-template <int C>
+/* shared memory, byte offsets; EPI adds the epilogue's (attention_proj.cuh: ProjSmem) */
+template <int C, bool EPI = false>
 struct QkvSmem {
     static constexpr int LDX = C + Tiles::kPad;                            // x and W rows, elements
     static constexpr int kX = 0;                                           // x [kMaxN][LDX]
@@ -123,7 +126,8 @@ struct QkvSmem {
     static constexpr int kStage = kBias + 3 * HeadTiles::kHd * 4;          // a warp's O tile
     static constexpr int kRowOk = kStage + HeadTiles::kWarps * Tiles::kRows * HeadSmem::LD * 2;   // gather: row is a token [kMaxN]
     static constexpr int kLn = kRowOk + HeadTiles::kMaxN * 4;             // gather, V1: norm1's gamma, beta [C] fp32
-    static constexpr int kTotal = kLn + 2 * C * 4;
+    static constexpr int kEpi = kLn + 2 * C * 4;                           // EPI: ProjSmem<C>'s regions
+    static constexpr int kTotal = kEpi + (EPI ? ProjSmem<C>::kBytes : 0);
     static_assert(kLn % 16 == 0, "gamma and beta are read as float4");
 };
 
@@ -150,12 +154,13 @@ __device__ __forceinline__ void qkv_project(float (&acc)[NJ][4], const T *xa, co
 
 /* GATHER: a.gather's kernel (x the image; V1 with a.ln_w: normalised here), a kernel of its own so
  * that the other's code stays as it was (the first version, one kernel with both paths, was 70%
- * more code) */
-template <typename T, bool V2, int C, bool GATHER>
+ * more code). EPI: the attention's output stays on chip and attention_proj.cuh's epilogue runs
+ * after it (launched as clusters of the window's heads; out unused) */
+template <typename T, bool V2, int C, bool GATHER, bool EPI = false>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, qkv_min_ctas(C))
 attn_qkv_kernel(QkvArgs a) {
     swin_pdl_begin();
-    typedef QkvSmem<C> L;
+    typedef QkvSmem<C, EPI> L;
     constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
     constexpr int NQ = 3 * HD / 8;   // the projection's n-tiles of 8: q 0..3, k 4..7, v 8..11
     constexpr int LDX = L::LDX, CPR = C / 8, nthr = HeadTiles::kWarps * 32;   // CPR: 16-byte chunks a row
@@ -251,6 +256,7 @@ attn_qkv_kernel(QkvArgs a) {
     if constexpr (GATHER && !V2)   /* visible after the first window's barrier */
         if (a.ln_w)
             for (int i = tid; i < 2 * C; i += nthr) lns[i] = i < C ? a.ln_w[i] : a.ln_b[i - C];
+    if constexpr (EPI) proj_prologue<T, C>(a.p, h, tid, nthr, smem + L::kEpi);   /* lands with the first rows */
     issue_x(w);   /* the weights land with the first window's rows */
 
     const T *xa = xs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LDX + (mi >> 1) * 8;   // A: x rows
@@ -332,9 +338,13 @@ attn_qkv_kernel(QkvArgs a) {
         }
         if (warp < a.tiles) {
             T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
-            head_attend<T, V2>(qf, ks, vs, reg, rk, rq0, rq1, bias, masked, hs, os, out, a, warp, lane);
+            head_attend<T, V2, EPI>(qf, ks, vs, reg, rk, rq0, rq1, bias, masked, hs, os, out, a, warp, lane);
         }
+        if constexpr (EPI)
+            proj_epilogue<T, V2, C>(a.p, a.wg, g.N, a.eps, w, h, warp, lane, reinterpret_cast<const T *>(smem + L::kStage),
+                                    smem + L::kEpi);
     }
+    if constexpr (EPI) cluster_sync();   /* the others may still read this CTA's statistics */
 }
 
 } // namespace swin_attn

@@ -15,7 +15,7 @@
  *                           an mma accumulator row's lanes)
  * swin_device_sms           the current GPU's multiprocessor count
  * swin_pdl_begin            Programmatic Dependent Launch in a kernel (wait, then trigger);
- *                           swin_launch launches one
+ *                           swin_launch launches one (swin_launch_cluster: as clusters)
  * swin_device_once          a yes/no property of the current GPU, probed once per device
  */
 #ifndef SWIN_COMMON_CUH
@@ -198,26 +198,40 @@ __device__ __forceinline__ void swin_pdl_begin() {
 }
 
 /* kern<<<grid, block, smem, st>>>(args...), through cudaLaunchKernelEx with programmatic stream
- * serialization where swin_pdl_enabled() (ops.h). Like <<<>>> it returns nothing: a failure is
- * left for SWIN_LAUNCH_CHECK's cudaGetLastError(), which every runtime call's error reaches. */
+ * serialization where swin_pdl_enabled() (ops.h), and (swin_launch_cluster) as thread-block
+ * clusters of `cluster` CTAs. Like <<<>>> they return nothing: a failure is left for
+ * SWIN_LAUNCH_CHECK's cudaGetLastError(), which every runtime call's error reaches. */
 template <typename... P, typename... A>
-static inline void swin_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                               A &&...args) {
-    if (!swin_pdl_enabled()) {
+static inline void swin_launch_cluster(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, dim3 cluster,
+                                       cudaStream_t st, A &&...args) {
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (swin_pdl_enabled()) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster.x * cluster.y * cluster.z > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = cluster.x, attr[n].val.clusterDim.y = cluster.y;
+        attr[n++].val.clusterDim.z = cluster.z;
+    }
+    if (!n) {
         kern<<<grid, block, smem, st>>>(std::forward<A>(args)...);
         return;
     }
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = n;
     (void)cudaLaunchKernelEx(&cfg, kern, std::forward<A>(args)...);
+}
+template <typename... P, typename... A>
+static inline void swin_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                               A &&...args) {
+    swin_launch_cluster(kern, grid, block, smem, dim3(1, 1, 1), st, std::forward<A>(args)...);
 }
 
 /* A yes/no property of the current device, probed once per device (probe(dev) -> 0 or 1) and kept

@@ -145,6 +145,28 @@ swin_status swin_ln_window_attention_qkv_cuda(void *out, const void *x, const fl
                                               const void *w, const void *b, const float *bias_table,
                                               const float *scale, const swin_dims *d, swin_dtype dt,
                                               const swin_q8_dst *q8, cudaStream_t st);
+/* The block's attention half in one kernel: the above, then proj, the window reverse, the residual
+ * and the LayerNorm beside it (kernels/attention_proj.cuh; a window's heads run as a thread-block
+ * cluster, so compute capability 9.0 and heads <= 16 where the GPU allows that cluster size):
+ *   V1: x[t] += proj(attn)[r], ln_out[t] = LN(x[t]) (norm2); xw: the windows' rows
+ *       (swin_ln_shift_partition_cuda's output, norm1 applied), apart from x and ln_out
+ *   V2: x[t] += LN(proj(attn)[r]) (norm1, res-post-norm); xw NULL: the rows are gathered from x
+ * with w, b the qkv projection's (as above), p->w [C, C] and p->b [C] (or NULL) proj's, in dt;
+ * p->ln_w / ln_b fp32 [C]; x, ln_out, p->w, ln_w, ln_b 16-byte aligned. The same results as the
+ * unfused ops to dt's precision (not bit for bit: the sums' order). SWIN_ERR_UNSUPPORTED where
+ * swin_window_attention_proj_supports(d, dt) is 0. */
+typedef struct {
+    void *x;                    /* [B, H, W, C]: the block's input, the residual, updated in place */
+    void *ln_out;               /* V1: LN(x) [B, H, W, C]; V2: unused (NULL) */
+    const void *w, *b;          /* proj */
+    const float *ln_w, *ln_b;   /* V1: norm2; V2: norm1 */
+} swin_attn_epilogue;
+int swin_window_attention_proj_supports(const swin_dims *d, swin_dtype dt);
+/* 1 where every cluster of the kernel would take one window of d, all resident at once */
+int swin_window_attention_proj_one_wave(const swin_dims *d, swin_dtype dt);
+swin_status swin_window_attention_proj_cuda(const swin_attn_epilogue *p, const void *xw, const void *w, const void *b,
+                                            const float *bias_table, const float *scale, const swin_dims *d,
+                                            swin_dtype dt, cudaStream_t st);
 
 /* ---- FP8 E4M3 (kernels/fp8.cu), the arithmetic of src/fp8.h; e4m3() rounds to nearest even and
  * saturates to +-448 (NaN stays NaN). */

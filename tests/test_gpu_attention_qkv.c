@@ -32,16 +32,12 @@
 #include "ops.h"
 #include "testutil.h"
 #include "testutil_cuda.h"
+#include "attn_testutil.h"
 
 #define GUARD_BYTES 256
 #define GUARD_BYTE 0xA5
 
-typedef struct {
-    int res_h, res_w, win_h, win_w, shift_h, shift_w, version, heads, B, has_bias;
-    int quick;   /* part of the SWIN_TEST_QUICK subset */
-} qkv_case;
-
-static const qkv_case cases[] = {
+static const attn_case cases[] = {
     {14, 14, 7, 7, 3, 3, 1, 3, 3, 1, 1},    /* Swin-T stage 1 shape, shifted */
     {14, 14, 7, 7, 0, 0, 1, 3, 1, 1, 0},    /* unshifted */
     {16, 16, 8, 8, 4, 4, 2, 3, 3, 1, 1},    /* SwinV2-T, shifted */
@@ -62,23 +58,11 @@ static const qkv_case cases[] = {
     {28, 28, 7, 7, 3, 3, 1, 12, 4, 1, 0},   /* C 384, 64 windows x 12 heads: CTAs walk several */
 };
 
-static const char *dt_name[] = {"f32", "f16", "bf16"};
-static const double dt_tol[] = {1e-5, 2e-3, 1.6e-2};
-
 /* n random fp16 values in [lo, hi) into device memory d (f, h: host scratch of n floats and halves) */
 static void upload_f16(void *d, size_t n, float lo, float hi, float *f, uint16_t *h) {
     tu_fill(f, n, lo, hi);
     tu_to_dtype(h, f, n, SWIN_DT_F16);
     CUDA_OK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
-}
-
-static swin_dims case_dims(const qkv_case *c) {
-    swin_dims d = swin_dims_square(c->B, c->res_h, 32 * c->heads, c->heads, 32, c->win_h, c->shift_h, c->version,
-                                   1e-5f);
-    d.res_w = c->res_w, d.win_w = c->win_w, d.shift_w = c->shift_w;
-    d.hp = (c->res_h + c->win_h - 1) / c->win_h * c->win_h;
-    d.wp = (c->res_w + c->win_w - 1) / c->win_w * c->win_w;
-    return d;
 }
 
 /* q, k, v [rows, 3C] = x [rows, C] W^T [C, 3C] + b, in double, rounded to dt */
@@ -102,23 +86,17 @@ static double reference(float *ref, float *qkv, const float *x, const float *w, 
     return tu_max_abs(ref, rows * d->C);
 }
 
-/* n values of f, converted to dt (scratch: n halves), into device memory d */
-static void upload_dt(void *d, const float *f, size_t n, int dt, unsigned char *scratch) {
-    tu_to_dtype(scratch, f, n, dt);
-    CUDA_OK(cudaMemcpy(d, scratch, n * 2, cudaMemcpyHostToDevice));
-}
-
 /* a case's name in the output: "[prefix]grid HxW window ... dtype" */
-static void case_name(char *name, size_t cap, const char *prefix, const qkv_case *c, const swin_dims *d, int dt) {
+static void case_name(char *name, size_t cap, const char *prefix, const attn_case *c, const swin_dims *d, int dt) {
     snprintf(name, cap, "%sgrid %dx%d window %dx%d shift %dx%d v%d C=%-3d B=%d%s %s", prefix, d->res_h, d->res_w,
              d->win_h, d->win_w, d->shift_h, d->shift_w, d->version, d->C, d->B, c->has_bias ? "" : " (no bias)",
-             dt_name[dt]);
+             attn_dt_name[dt]);
 }
 
 static int n_runs;
 
-static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
-    const swin_dims d = case_dims(c);
+static void run_case(const attn_case *c, int ci, cudaStream_t st) {
+    const swin_dims d = attn_case_dims(c);
     const int C = d.C, N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
     const size_t rows = (size_t)nwin * N, nx = rows * C, nw = (size_t)3 * C * C;
     const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
@@ -168,10 +146,10 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
         for (int i = 0; i < GUARD_BYTES; i++)
             guard_ok &= hbuf[i] == GUARD_BYTE && hbuf[GUARD_BYTES + nx * 2 + i] == GUARD_BYTE;
         const double err = tu_max_abs_diff(got, ref, nx) / (refmax > 0 ? refmax : 1.0);   /* NaN: fails below */
-        const int ok = err <= dt_tol[dt] && guard_ok && memcmp(hx, hx2, nx * 2) == 0;
-        printf("%-66s err %.2e (tol %.1e)%s %s\n", name, err, dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN",
+        const int ok = err <= attn_dt_tol[dt] && guard_ok && memcmp(hx, hx2, nx * 2) == 0;
+        printf("%-66s err %.2e (tol %.1e)%s %s\n", name, err, attn_dt_tol[dt], guard_ok ? "" : " GUARD OVERWRITTEN",
                ok ? "ok" : "FAIL");
-        CHECK(err <= dt_tol[dt], "%s: err %.3e > %.1e", name, err, dt_tol[dt]);
+        CHECK(err <= attn_dt_tol[dt], "%s: err %.3e > %.1e", name, err, attn_dt_tol[dt]);
         CHECK(guard_ok, "%s: write outside the output", name);
         CHECK(memcmp(hx, hx2, nx * 2) == 0, "%s: x changed", name);
         n_runs++;
@@ -186,8 +164,8 @@ static void run_case(const qkv_case *c, int ci, cudaStream_t st) {
  * dtype's tolerance of the CPU: swin_ln_shift_partition_cpu, rounded to the dtype as the partition
  * kernel stores it, then the projection and attention as run_case. The image is poisoned around
  * (guards) and must be unchanged. */
-static void gather_case(const qkv_case *c, int ci, cudaStream_t st) {
-    const swin_dims d = case_dims(c);
+static void gather_case(const attn_case *c, int ci, cudaStream_t st) {
+    const swin_dims d = attn_case_dims(c);
     const int C = d.C, N = swin_dims_n(&d), nwin = d.B * swin_dims_nw(&d);
     const size_t rows = (size_t)nwin * N, nx = rows * C, nimg = (size_t)d.B * d.res_h * d.res_w * C;
     const size_t nw = (size_t)3 * C * C, nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
@@ -254,10 +232,10 @@ static void gather_case(const qkv_case *c, int ci, cudaStream_t st) {
         size_t differ = 0;
         for (size_t i = 0; i < nx; i++) differ += memcmp(hout + 2 * i, hpair + 2 * i, 2) != 0;
         const double err = tu_max_abs_diff(got, ref, nx) / (refmax > 0 ? refmax : 1.0);   /* NaN: fails below */
-        const int ok = err <= dt_tol[dt] && differ == 0 && memcmp(himg, himg2, nimg * 2) == 0;
-        printf("%-74s err %.2e (tol %.1e), %zu of %zu differ from the two kernels %s\n", name, err, dt_tol[dt], differ,
+        const int ok = err <= attn_dt_tol[dt] && differ == 0 && memcmp(himg, himg2, nimg * 2) == 0;
+        printf("%-74s err %.2e (tol %.1e), %zu of %zu differ from the two kernels %s\n", name, err, attn_dt_tol[dt], differ,
                nx, ok ? "ok" : "FAIL");
-        CHECK(err <= dt_tol[dt], "%s: err %.3e > %.1e", name, err, dt_tol[dt]);
+        CHECK(err <= attn_dt_tol[dt], "%s: err %.3e > %.1e", name, err, attn_dt_tol[dt]);
         CHECK(differ == 0, "%s: %zu of %zu values differ from swin_ln_shift_partition_cuda + the kernel", name, differ,
               nx);
         CHECK(memcmp(himg, himg2, nimg * 2) == 0, "%s: the image changed", name);
@@ -273,8 +251,8 @@ static void gather_case(const qkv_case *c, int ci, cudaStream_t st) {
  * copy, keep16 1 and 0: the copy equals those bytes, the 16-bit output is the same with keep16 and
  * untouched (the poison) without */
 static void q8_case(cudaStream_t st) {
-    const qkv_case c = {56, 56, 7, 7, 3, 3, 1, 3, 2, 1, 1};
-    const swin_dims d = case_dims(&c);
+    const attn_case c = {56, 56, 7, 7, 3, 3, 1, 3, 2, 1, 1};
+    const swin_dims d = attn_case_dims(&c);
     const size_t nx = (size_t)d.B * swin_dims_nw(&d) * swin_dims_n(&d) * d.C, nw = (size_t)3 * d.C * d.C;
     const size_t nbias = (size_t)(2 * d.win_h - 1) * (2 * d.win_w - 1) * d.heads;
     const float inv = 500.0f;   /* 1 / scale; the saturated (+-448) bytes are counted and printed */
@@ -336,7 +314,7 @@ static void q8_case(cudaStream_t st) {
 static void test_arguments(cudaStream_t st) {
     void *p;
     CUDA_OK(cudaMalloc(&p, 1 << 20));
-    const qkv_case base = {14, 14, 7, 7, 3, 3, 1, 3, 1, 1, 0};
+    const attn_case base = {14, 14, 7, 7, 3, 3, 1, 3, 1, 1, 0};
     struct {
         const char *what;
         swin_status want;
@@ -350,7 +328,7 @@ static void test_arguments(cudaStream_t st) {
         {"w not 16-byte aligned", SWIN_ERR_ARGUMENT, 8},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        swin_dims d = case_dims(&base);
+        swin_dims d = attn_case_dims(&base);
         swin_dtype dt = SWIN_DT_F16;
         void *out = (char *)p + (1 << 19), *x = p, *w = p;
         if (t[i].field == 1) d.C = 768, d.heads = 24;
@@ -398,36 +376,26 @@ static void test_one_wave(void) {
 }
 
 // ---- timings (printed, not asserted)
-/* median of 20 runs of 4 back-to-back launches' last one; which 0: the fused kernel, 1: the qkv
- * GEMM and the attention kernel */
-static float time_it(int which, void *out, void *qkv, const void *x, const void *w, const void *b, const float *bt,
-                     const float *sc, const swin_dims *d, swin_gemm *g, cudaStream_t st) {
+/* what the timed calls need; which 0: the fused kernel, 1: the qkv GEMM and the attention kernel */
+typedef struct {
+    int which;
+    void *out, *qkv;
+    const void *x, *w, *b;
+    const float *bt, *sc;
+    const swin_dims *d;
+    swin_gemm *g;
+} timed;
+
+static int enqueue(void *ctx, cudaStream_t st) {
+    const timed *c = ctx;
+    const swin_dims *d = c->d;
+    if (c->which == 0) return swin_window_attention_qkv_cuda(c->out, c->x, c->w, c->b, c->bt, c->sc, d, SWIN_DT_F16, NULL, st);
     const int M = d->B * swin_dims_nw(d) * swin_dims_n(d);
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float t[20];
-    for (int it = 0; it < 20; it++) {
-        swin_status s = SWIN_OK;
-        for (int k = 0; k < 4 && s == SWIN_OK; k++) {
-            if (k == 3) CUDA_OK(cudaEventRecord(e0, st));
-            if (which == 0) {
-                s = swin_window_attention_qkv_cuda(out, x, w, b, bt, sc, d, SWIN_DT_F16, NULL, st);
-            } else {
-                s = swin_linear_cuda(qkv, x, w, b, NULL, M, d->C, 3 * d->C, SWIN_ACT_NONE, g, st);
-                if (s == SWIN_OK)
-                    s = swin_window_attention_cuda(out, qkv, bt, sc, d, SWIN_DT_F16, SWIN_ATTN_IMPL_FUSED, NULL, NULL,
-                                                   NULL, st);
-            }
-        }
-        CUDA_OK(cudaEventRecord(e1, st));
-        CUDA_OK(cudaEventSynchronize(e1));
-        CHECK(s == SWIN_OK, "timing: %s", swin_last_error());
-        CUDA_OK(cudaEventElapsedTime(&t[it], e0, e1));
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return tu_median(t, 20);
+    swin_status s = swin_linear_cuda(c->qkv, c->x, c->w, c->b, NULL, M, d->C, 3 * d->C, SWIN_ACT_NONE, c->g, st);
+    if (s == SWIN_OK)
+        s = swin_window_attention_cuda(c->out, c->qkv, c->bt, c->sc, d, SWIN_DT_F16, SWIN_ATTN_IMPL_FUSED, NULL, NULL,
+                                       NULL, st);
+    return s;
 }
 
 /* Swin-T's (V2: SwinV2-T's) stage `stage` (1 to 3: C 96, 192, 384) at batch B */
@@ -461,8 +429,12 @@ static void bench(int B, int version, int stage) {
     cudaStream_t st;
     CUDA_OK(cudaStreamCreate(&st));
     if (CHECK(swin_gemm_create(&g, SWIN_FP16, ws, wsb) == SWIN_OK, "swin_gemm_create: %s", swin_last_error())) {
-        const float fused = time_it(0, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
-        const float two = time_it(1, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g, st);
+        timed c = {0, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g};
+        int e1 = 0, e2 = 0;
+        const float fused = tu_time_enqueue(enqueue, &c, st, &e1);
+        c.which = 1;
+        const float two = tu_time_enqueue(enqueue, &c, st, &e2);
+        CHECK(!e1 && !e2, "timing: %s", swin_last_error());
         printf("bench qkv+attention v%d stage %d B=%-3d fp16: one kernel %.4f ms, qkv GEMM + attention %.4f ms (%.2fx)\n",
                version, stage, B, fused, two, two / fused);
         swin_gemm_free(g);

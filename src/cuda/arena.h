@@ -118,6 +118,10 @@ struct swin_engine {
     /* where it is, the window partition (V1: with norm1) inside that kernel too, reading the image
      * (engine.c partition_qkv_attention): V2 by default, V1 with SWIN_ATTN_GATHER=1, never with =0 */
     int attn_gather;
+    /* and proj, the window reverse, the residual and the LayerNorm beside it in that kernel's
+     * epilogue (engine.c attn_proj; SWIN_ATTN_PROJ): 0 never, 1 where each cluster takes one
+     * window, 2 wherever the kernel takes the block */
+    int attn_proj;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;
     float *input, *logits;      /* io, fp32 */

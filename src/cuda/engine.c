@@ -254,6 +254,21 @@ static swin_status partition_qkv_attention(swin_engine *e, void *x, const swin_d
     return qkv_attention(e, w, d, q_qkv, q_proj, Tp, att);
 }
 
+/* Whether the block's attention half is one kernel (swin_window_attention_proj_cuda: the qkv
+ * projection, the attention, proj, the window reverse, the residual and the LayerNorm beside it,
+ * kernels/attention_proj.cuh): where qkv_attention's one kernel takes the block in the layout the
+ * epilogue kernels are built for (V1 reading the partitioned rows, V2 gathering them), no FP8
+ * sites around it (proj's input, fc1's), no ln_fold, the window's heads fit a cluster, and (unless
+ * SWIN_ATTN_PROJ=2) each cluster takes one window, all at once. Opt-in (SWIN_ATTN_PROJ=1 or 2):
+ * slower than the three kernels at every batch measured (attention_proj.cuh's header). */
+static int attn_proj(const swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_proj,
+                     const swin_q8_dst *q_fc1) {
+    return e->attn_proj && !q_proj && !q_fc1 && !e->ln_fold && e->attn_gather == (d->version == 2) &&
+           qkv_fused(e, w, d) &&
+           (e->attn_proj == 2 ? swin_window_attention_proj_supports(d, e->dt)
+                              : swin_window_attention_proj_one_wave(d, e->dt));   /* implies supports */
+}
+
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
  * E4M3 input is already in e->q8 (q8_for).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
@@ -300,7 +315,8 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
 }
 
 /* V1: x += reverse(proj(attn(qkv(partition(LN1(x)))))); x += fc2(gelu(fc1(LN2(x))))
- * With ln_fold (SWIN_LN_FOLD=1), proj + reverse + residual and LN2 + fc1 + GELU are one GEMM each.
+ * Where attn_proj: everything after the partition up to LN2 in one kernel. With ln_fold
+ * (SWIN_LN_FOLD=1), proj + reverse + residual and LN2 + fc1 + GELU are one GEMM each.
  * qkv, attention and proj run over the window rows (Tp: the grid padded to multiples of the
  * window, padding tokens included), the MLP over the T image tokens. */
 static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
@@ -309,6 +325,15 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 0);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     void *att;   /* the attention's output, proj's input */
+    if (attn_proj(e, w, d, q_proj, q_fc1)) {   /* norm2(x) into e->qkv, free as the kernel keeps q, k, v */
+        const swin_attn_epilogue p = {x, e->qkv, w->proj.w, w->proj.b, w->norm2.w, w->norm2.b};
+        OP(NORM, "ln1+shift+partition", swin_ln_shift_partition_cuda(e->tok, x, w->norm1.w, w->norm1.b, d, NULL, e->dt,
+                                                                     e->stream));
+        OP(ATTENTION, "qkv+attention+proj+residual+ln2",
+           swin_window_attention_proj_cuda(&p, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
+                                           e->stream));
+        return mlp(e, x, e->qkv, w, x, T, C, hidden, 0, "fc2+residual");
+    }
     SWIN_TRY(partition_qkv_attention(e, x, w, &w->norm1, d, q_qkv, q_proj, Tp, &att));
     if (e->ln_fold && !e->recording && !mlp_one_kernel(e, T)) {
         /* norm2 folded away (ln_fold_wanted; no FP8 sites, so no E4M3 inputs above): proj writes
@@ -329,18 +354,26 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
     return mlp(e, x, e->tok, w, x, T, C, hidden, q_fc1 != NULL, "fc2+residual");
 }
 
-/* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1) */
+/* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1);
+ * where attn_proj, the attention half in one kernel */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_q8_dst qa, qb, qp;
     const swin_q8_dst *q_qkv = q8_for(e, &w->qkv, &qa, 0), *q_fc1 = q8_for(e, &w->fc1, &qb, 1);
     const swin_q8_dst *q_proj = q8_for(e, &w->proj, &qp, 0);
     void *att;
-    SWIN_TRY(partition_qkv_attention(e, x, w, NULL, d, q_qkv, q_proj, Tp, &att));
-    if (!q_proj) SWIN_TRY(quant(e, att, &w->proj, Tp));
-    OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
-    OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
-                                                                        e->dt, e->stream));
+    if (attn_proj(e, w, d, q_proj, q_fc1)) {
+        const swin_attn_epilogue p = {x, NULL, w->proj.w, w->proj.b, w->norm1.w, w->norm1.b};
+        OP(ATTENTION, "partition+qkv+attention+proj+ln1+residual",
+           swin_window_attention_proj_cuda(&p, NULL, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
+                                           e->stream));
+    } else {
+        SWIN_TRY(partition_qkv_attention(e, x, w, NULL, d, q_qkv, q_proj, Tp, &att));
+        if (!q_proj) SWIN_TRY(quant(e, att, &w->proj, Tp));
+        OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
+        OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
+                                                                            e->dt, e->stream));
+    }
     SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2"));
     OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, T, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
@@ -584,6 +617,9 @@ static swin_status setup(swin_engine *e) {
     /* the window partition inside that kernel too (partition_qkv_attention): V2 by default, V1 with
      * SWIN_ATTN_GATHER=1 (its norm1 in every head's CTA: slower), never with =0 */
     e->attn_gather = e->attn_qkv && swin_env_on("SWIN_ATTN_GATHER", e->m->cfg.version == 2);
+    /* and the rest of the attention half in its epilogue (attn_proj), opt-in as it is slower:
+     * SWIN_ATTN_PROJ=1 where each cluster takes one window, =2 wherever the kernel takes the block */
+    e->attn_proj = !e->attn_qkv ? 0 : swin_env_is("SWIN_ATTN_PROJ", "2") ? 2 : swin_env_on("SWIN_ATTN_PROJ", 0);
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     /* the cuBLAS handles first: their device memory is gone from the free memory measured next
      * (else a batch said to fit could leave too little for them); the workspace comes later */
