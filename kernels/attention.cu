@@ -636,30 +636,25 @@ static int qkv_epi_clusters(bool v2, int heads) {
     return n;
 }
 
-static int qkv_epi_fits(const swin_dims *d, swin_dtype dt) {
+/* qkv_epi_clusters for d's width and dtype (0 where the kernel does not take d) */
+static int qkv_epi_resident(const swin_dims *d, swin_dtype dt) {
+    if (!swin_window_attention_qkv_supports(d, dt)) return 0;
 #define SWIN_QKV_CASE(c)                                                                                       \
     if (d->C == c)                                                                                             \
-        return (dt == SWIN_DT_F16 ? qkv_epi_clusters<__half, c>(d->version == 2, d->heads)                     \
-                                  : qkv_epi_clusters<__nv_bfloat16, c>(d->version == 2, d->heads)) > 0;
+        return dt == SWIN_DT_F16 ? qkv_epi_clusters<__half, c>(d->version == 2, d->heads)                      \
+                                 : qkv_epi_clusters<__nv_bfloat16, c>(d->version == 2, d->heads);
     SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
 #undef SWIN_QKV_CASE
     return 0;
 }
 
 extern "C" int swin_window_attention_proj_supports(const swin_dims *d, swin_dtype dt) {
-    return swin_window_attention_qkv_supports(d, dt) && qkv_epi_fits(d, dt);
+    return qkv_epi_resident(d, dt) > 0;
 }
 
 extern "C" int swin_window_attention_proj_one_wave(const swin_dims *d, swin_dtype dt) {
-    if (!swin_window_attention_proj_supports(d, dt)) return 0;
-    const long nwin = (long)d->B * make_geom(d).nw;
-#define SWIN_QKV_CASE(c)                                                                                       \
-    if (d->C == c)                                                                                             \
-        return nwin <= (dt == SWIN_DT_F16 ? qkv_epi_clusters<__half, c>(d->version == 2, d->heads)             \
-                                          : qkv_epi_clusters<__nv_bfloat16, c>(d->version == 2, d->heads));
-    SWIN_QKV_WIDTHS(SWIN_QKV_CASE)
-#undef SWIN_QKV_CASE
-    return 0;
+    const int n = qkv_epi_resident(d, dt);
+    return n > 0 && (long)d->B * make_geom(d).nw <= n;
 }
 
 /* one wave of clusters, each walking its windows (blockIdx.x, + gridDim.x, ...) */
@@ -669,7 +664,8 @@ static swin_status launch_qkv_epi(const QkvArgs &a, cudaStream_t st) {
     long x = qkv_epi_clusters<T, C>(a.v2 != 0, heads);
     if (x < 1)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "window attention with proj: a cluster of %d CTAs (the window's heads, "
-                         "%d bytes of shared memory each) cannot run on this GPU", heads, QkvSmem<C, true>::kTotal);
+                         "%d bytes of shared memory each) cannot run on this GPU (clusters need compute capability "
+                         "9.0; up to 8 CTAs, 16 where the GPU allows)", heads, QkvSmem<C, true>::kTotal);
     if (x > a.nwin) x = a.nwin;
     swin_launch_cluster(qkv_epi_kernel<T, C>(a.v2 != 0), dim3((unsigned)x, (unsigned)heads), HeadTiles::kWarps * 32,
                         QkvSmem<C, true>::kTotal, dim3(1, (unsigned)heads, 1), st, a);
@@ -699,10 +695,7 @@ static swin_status check_epi(const char *op, const swin_attn_epilogue *p, const 
                                                            (v1 && xr < lo + img && lo < xr + win))))
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: x %p, ln_out %p and the windows' rows %p overlap", op, p->x, p->ln_out,
                          xw);
-    if (!qkv_epi_fits(d, dt))
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: %d heads: a cluster of that many CTAs cannot run on this GPU "
-                         "(clusters need compute capability 9.0; up to 8 CTAs, 16 where the GPU allows)", op, d->heads);
-    return SWIN_OK;
+    return SWIN_OK;   /* whether the cluster fits: launch_qkv_epi */
 }
 
 /* the entries: x the windows' rows, or (gather) the image they are gathered from, normalised with
@@ -757,8 +750,7 @@ static swin_status qkv_run(const char *op, void *out, const void *x, int gather,
     a.ln_w = gather ? ln_w : NULL, a.ln_b = gather ? ln_b : NULL;
     a.eps = d->eps;
     if (epi) {
-        a.p.x = epi->x, a.p.ln_out = epi->ln_out, a.p.w = epi->w, a.p.b = epi->b;
-        a.p.ln_w = epi->ln_w, a.p.ln_b = epi->ln_b;
+        a.p = *epi;
 #define SWIN_QKV_CASE(c)                                                                                       \
     if (d->C == c) return dt == SWIN_DT_F16 ? launch_qkv_epi<__half, c>(a, st) : launch_qkv_epi<__nv_bfloat16, c>(a, st);
         SWIN_QKV_WIDTHS(SWIN_QKV_CASE)

@@ -74,13 +74,8 @@
 
 namespace swin_attn {
 
-/* the epilogue's arguments (QkvArgs::p) */
-struct ProjArgs {
-    void *x;                    /* [B, H, W, C]: the block's input image, the residual, updated in place */
-    void *ln_out;               /* V1: norm2(x) [B, H, W, C] (fc1's input); V2: unused */
-    const void *w, *b;          /* proj's weight [C, C] (PyTorch's [out, in]) and bias [C] (or NULL) */
-    const float *ln_w, *ln_b;   /* V1: norm2's gamma and beta [C]; V2: norm1's */
-};
+/* the epilogue's arguments (QkvArgs::p): the op's own (ops.h) */
+typedef swin_attn_epilogue ProjArgs;
 
 /* the cluster's barrier (arrive with release, wait with acquire: shared memory written before it
  * is visible to every CTA of the cluster after it) */
