@@ -23,6 +23,18 @@
  * SWIN_GEMM_TMA_LINEAR=1 in the environment, the 16-bit layers without GELU (qkv, proj, fc2 with
  * its residual, the reductions) of enough tiles run on that file's persistent TMA kernel too
  * (kernels/sm90/gemm_tma.cu); off by default, as cuBLASLt is faster on them (its header).
+ * Small batches: cuBLASLt's kernels neither wait nor trigger (no PDL edge), so at batch 1 ours
+ * were tried in their place, to see whether the launch latency PDL hides outweighs their slower
+ * kernels. It does not (H200, 2026-11-29, tools/bench_ab.py, two rounds, best medians, ms, fp16,
+ * default / ours): every layer without GELU on the TMA kernel (SWIN_GEMM_TMA_LINEAR=1
+ * SWIN_GEMM_TMA_MIN_TILES=0): Swin-T batch 1 0.410 / 0.514, 2 0.451 / 0.548, 8 0.644 / 0.694
+ * (--breakdown at batch 1: fc2 + residual 0.101 / 0.174, proj 0.079 / 0.102), SwinV2-T batch 1
+ * 0.422 / 0.525, Swin-B 384 batch 1 1.100 / 1.344; on gemm_mma.cu's mma.sync kernel (64 x 64
+ * tiles here, a residual added in its epilogue; a patch, not kept), default, then the layers of K
+ * up to 384 / 768 / all: Swin-T batch 1 0.415 / 0.433 / 0.455 / 0.546, 2 0.456 / 0.489 / 0.515 /
+ * 0.604, 8 0.660 / 0.741 / 0.786 / 0.984 (the long-K fc2 of stages 3 and 4 worst: 24 or 12 CTAs),
+ * SwinV2-T batch 1 0.426 / - / 0.464 / 0.530, Swin-B 384 batch 1 1.113 / - / 1.314 / 1.703. So the
+ * small batches stay on cuBLASLt.
  * SWIN_GEMM_FUSED_TUNE=1 (with tuning, below; opt-in) makes that choice per shape instead: the
  * first call of a GELU layer that our fused kernel takes times it against cuBLASLt's best
  * candidate plus the GELU pass and keeps the faster (plan.fused). Why: at batch 8 with PDL the

@@ -94,7 +94,10 @@ static int tf32_mlp_fused(const swin_engine *e) {
  * 192).
  * SWIN_MLP_ONE_KERNEL (read once): unset or 0 off (fc1 + GELU and fc2 as two GEMMs), 1 where its
  * 128-token tiles fill the GPU, 2 whatever the tiles. Off by default because it is not faster yet
- * than the two GEMMs (mlp_tma.cu's header has the measurements and says why). */
+ * than the two GEMMs (mlp_tma.cu's header has the measurements and says why). At small batches
+ * (fewer kernels, but few tiles: stage 3 of Swin-T at batch 1 is 2 CTAs) =2 is slower too (H200,
+ * 2026-11-29, tools/bench_ab.py, best of two rounds, Swin-T fp16, off / =2): batch 1 0.410 / 0.479
+ * ms, 2 0.451 / 0.515, 8 0.644 / 0.702. */
 static int mlp_one_kernel(const swin_engine *e, int T) {
     static int mode = -1;
     if (mode < 0) {
