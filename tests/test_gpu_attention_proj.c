@@ -305,9 +305,7 @@ static void bench(int B, int stage) {
     swin_dims d = swin_dims_square(B, res, C, heads, 32, W, res > W ? W / 2 : 0, 1, 1e-5f);
     if (!swin_window_attention_proj_supports(&d, SWIN_DT_F16)) return;
     const size_t nx = (size_t)B * res * res * C, nw = (size_t)3 * C * C;
-    const size_t nbias = (size_t)(2 * W - 1) * (2 * W - 1) * heads;
-    float *f = malloc((nx > nw ? nx : nw) * 4), scale[12];
-    for (int i = 0; i < 12; i++) scale[i] = 0.18f;
+    float *f = malloc((nx > nw ? nx : nw) * 4);
     uint16_t *h = malloc((nx > nw ? nx : nw) * 2);
     void *d_x, *d_l, *d_win, *d_att, *d_p, *d_w, *d_pw, *ws;
     float *d_bias, *d_scale, *d_ln;
@@ -315,8 +313,6 @@ static void bench(int B, int stage) {
     for (int i = 0; i < 5; i++) CUDA_OK(cudaMalloc(bufs[i], nx * 2));
     CUDA_OK(cudaMalloc(&d_w, nw * 2));
     CUDA_OK(cudaMalloc(&d_pw, (size_t)C * C * 2));
-    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
-    CUDA_OK(cudaMalloc((void **)&d_scale, sizeof scale));
     CUDA_OK(cudaMalloc((void **)&d_ln, 2 * C * 4));
     const size_t wsb = 32u << 20;
     CUDA_OK(cudaMalloc(&ws, wsb));
@@ -326,9 +322,7 @@ static void bench(int B, int stage) {
     tu_fill(f, nw, -0.1f, 0.1f);
     upload_dt(d_w, f, nw, SWIN_DT_F16, h);
     upload_dt(d_pw, f, (size_t)C * C, SWIN_DT_F16, h);
-    tu_fill(f, nbias, -2.0f, 2.0f);
-    CUDA_OK(cudaMemcpy(d_bias, f, nbias * 4, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(d_scale, scale, sizeof scale, cudaMemcpyHostToDevice));
+    attn_bench_tables(W, heads, f, &d_bias, &d_scale);
     tu_fill(f, 2 * C, 0.5f, 1.5f);
     CUDA_OK(cudaMemcpy(d_ln, f, 2 * C * 4, cudaMemcpyHostToDevice));
     const swin_attn_epilogue ep = {d_x, d_l, d_pw, NULL, d_ln, d_ln + C};
@@ -337,13 +331,10 @@ static void bench(int B, int stage) {
     CUDA_OK(cudaStreamCreate(&st));
     if (CHECK(swin_gemm_create(&g, SWIN_FP16, ws, wsb) == SWIN_OK, "swin_gemm_create: %s", swin_last_error())) {
         timed c = {0, &ep, d_win, d_att, d_p, d_w, d_bias, d_scale, &d, g};
-        int e1 = 0, e2 = 0;
-        const float one = tu_time_enqueue(enqueue, &c, st, &e1);
-        c.which = 1;
-        const float three = tu_time_enqueue(enqueue, &c, st, &e2);
-        CHECK(!e1 && !e2, "timing: %s", swin_last_error());
+        float t[2];   /* the one kernel, the three ops */
+        attn_time_pair(enqueue, &c, &c.which, st, t);
         printf("bench v1 stage %d B=%-3d fp16: one kernel %.4f ms, qkv+attention + proj + reverse %.4f ms (%.2fx)\n",
-               stage, B, one, three, three / one);
+               stage, B, t[0], t[1], t[1] / t[0]);
         swin_gemm_free(g);
     }
     cudaStreamDestroy(st);

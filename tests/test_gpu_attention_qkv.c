@@ -61,8 +61,7 @@ static const attn_case cases[] = {
 /* n random fp16 values in [lo, hi) into device memory d (f, h: host scratch of n floats and halves) */
 static void upload_f16(void *d, size_t n, float lo, float hi, float *f, uint16_t *h) {
     tu_fill(f, n, lo, hi);
-    tu_to_dtype(h, f, n, SWIN_DT_F16);
-    CUDA_OK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
+    upload_dt(d, f, n, SWIN_DT_F16, h);
 }
 
 /* q, k, v [rows, 3C] = x [rows, C] W^T [C, 3C] + b, in double, rounded to dt */
@@ -404,9 +403,7 @@ static void bench(int B, int version, int stage) {
     const int res = (version == 2 ? 64 : 56) >> (stage - 1);
     swin_dims d = swin_dims_square(B, res, C, heads, 32, W, res > W ? W / 2 : 0, version, 1e-5f);
     const size_t nx = (size_t)B * res * res * C, nw = (size_t)3 * C * C;
-    const size_t nbias = (size_t)(2 * W - 1) * (2 * W - 1) * heads;
-    float *f = malloc((nx > nw ? nx : nw) * 4), scale[12];
-    for (int i = 0; i < 12; i++) scale[i] = 0.18f;
+    float *f = malloc((nx > nw ? nx : nw) * 4);
     uint16_t *h = malloc((nx > nw ? nx : nw) * 2);
     void *d_x, *d_w, *d_b, *d_out, *d_qkv, *ws;
     float *d_bias, *d_scale;
@@ -415,28 +412,21 @@ static void bench(int B, int version, int stage) {
     CUDA_OK(cudaMalloc(&d_b, 3 * C * 2));
     CUDA_OK(cudaMalloc(&d_out, nx * 2));
     CUDA_OK(cudaMalloc(&d_qkv, nx * 3 * 2));
-    CUDA_OK(cudaMalloc((void **)&d_bias, nbias * 4));
-    CUDA_OK(cudaMalloc((void **)&d_scale, sizeof scale));
     const size_t wsb = 32u << 20;
     CUDA_OK(cudaMalloc(&ws, wsb));
     upload_f16(d_x, nx, -1.0f, 1.0f, f, h);
     upload_f16(d_w, nw, -0.1f, 0.1f, f, h);
     upload_f16(d_b, 3 * C, -0.5f, 0.5f, f, h);
-    tu_fill(f, nbias, -2.0f, 2.0f);
-    CUDA_OK(cudaMemcpy(d_bias, f, nbias * 4, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(d_scale, scale, sizeof scale, cudaMemcpyHostToDevice));
+    attn_bench_tables(W, heads, f, &d_bias, &d_scale);
     swin_gemm *g = NULL;
     cudaStream_t st;
     CUDA_OK(cudaStreamCreate(&st));
     if (CHECK(swin_gemm_create(&g, SWIN_FP16, ws, wsb) == SWIN_OK, "swin_gemm_create: %s", swin_last_error())) {
         timed c = {0, d_out, d_qkv, d_x, d_w, d_b, d_bias, d_scale, &d, g};
-        int e1 = 0, e2 = 0;
-        const float fused = tu_time_enqueue(enqueue, &c, st, &e1);
-        c.which = 1;
-        const float two = tu_time_enqueue(enqueue, &c, st, &e2);
-        CHECK(!e1 && !e2, "timing: %s", swin_last_error());
+        float t[2];   /* the one kernel, the qkv GEMM + attention */
+        attn_time_pair(enqueue, &c, &c.which, st, t);
         printf("bench qkv+attention v%d stage %d B=%-3d fp16: one kernel %.4f ms, qkv GEMM + attention %.4f ms (%.2fx)\n",
-               version, stage, B, fused, two, two / fused);
+               version, stage, B, t[0], t[1], t[1] / t[0]);
         swin_gemm_free(g);
     }
     cudaStreamDestroy(st);
