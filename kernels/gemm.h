@@ -101,6 +101,34 @@ swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *
                                          const float *colsum, const float *b_fold, int T, int C, int H, float eps,
                                          swin_dtype dt, cudaStream_t st);
 
+/* V2's res-post-norm in the epilogue of the layer before it (Hopper, the persistent TMA kernel
+ * of kernels/sm90/gemm_tma.cu at any size; fp16 / bf16; the engine's fc2 where a row fits a tile):
+ *   x [M, N] += LN(in [M, K] @ w [N, K]^T + bias [N]), LayerNorm weight gamma and bias beta [N]
+ *   (fp32) and eps: the GEMM's output rounded to the dtype, normalised in fp32 and added to x,
+ *   rounded once: swin_linear_cuda then swin_layernorm_residual_cuda (ops.h) in one kernel, equal
+ *   to them up to the order of the fp32 sums.
+ * swin_gemm_post_ln_supports: compute capability 9.0 with TMA, fp16 / bf16, M > 0, K and N
+ * multiples of 8, N <= 128, M x K, M x N and N x K below 2^31. The call also wants x, in and w
+ * 16-byte aligned, bias (may be NULL) 4-byte, gamma and beta 8-byte, eps finite and > 0, x not
+ * in or w; SWIN_ERR_UNSUPPORTED where the GPU, the dtype or the shape cannot, SWIN_ERR_ARGUMENT
+ * for the rest. */
+int swin_gemm_post_ln_supports(swin_dtype dt, int M, int K, int N);
+/* The same on FP8 operands (an FP8 site's GEMM, as swin_linear_fp8_cuda with row scales of 1):
+ *   x [M, N] (fp16) += LN((in_q [M, K] @ w_q [N, K]^T) * col_scale [N] + bias [N])
+ * E4M3 in_q and w_q (16-byte aligned), col_scale fp32 (8-byte), bias fp16 (4-byte, may be NULL),
+ * the GEMM's output rounded to fp16 before the LayerNorm; K a multiple of 16, N of 8, N <= 128.
+ * swin_gemm_post_ln_fp8_supports: the GPU and the shape, as swin_gemm_post_ln_supports. */
+int swin_gemm_post_ln_fp8_supports(int M, int K, int N);
+swin_status swin_gemm_wgmma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                             const void *bias, const float *gamma, const float *beta, float eps, int M,
+                                             int K, int N, cudaStream_t st);
+/* 1 where the persistent TMA kernel takes an [M, N] output by default (TMA available, at least
+ * 2 x SMs tiles of 128 x 128; SWIN_GEMM_TMA and SWIN_GEMM_TMA_MIN_TILES move it: gemm_tma.cu) */
+int swin_gemm_tma_wanted(int M, int N);
+swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias, const float *gamma,
+                                         const float *beta, float eps, int M, int K, int N, swin_dtype dt,
+                                         cudaStream_t st);
+
 /* The transformer block's MLP as one kernel on Hopper (kernels/sm90/mlp_wgmma.cu, compute
  * capability 9.0), the hidden kept on chip:
  *   out [M, C] = gelu(in [M, C] @ w1 [H, C]^T + b1 [H]) @ w2 [C, H]^T + b2 [C] (+ res [M, C])

@@ -19,9 +19,11 @@
 #      only Swin's own widths reach, and fp16 with the qkv projection inside the attention kernel at
 #      every width it takes (SWIN_ATTN_QKV=2: at batch 4 the default fuses only the first stage), and
 #      that with V1's window partition and norm1 inside it too (SWIN_ATTN_GATHER=1; V2 gathers by default),
-#      and with proj, the residual and the norm after it in the same kernel (SWIN_ATTN_PROJ=2: opt-in)
+#      and with proj, the residual and the norm after it in the same kernel (SWIN_ATTN_PROJ=2: opt-in),
+#      and fp16 / bf16 with SwinV2's norm2 in fc2's epilogue (SWIN_FC2_POST_LN=1: at batch 4 the
+#      default does not fuse it)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_attention_proj, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold,
+#      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_attention_proj, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold, test_gpu_post_ln,
 #      test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
@@ -47,7 +49,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 dry=0 run_ctest=1 run_cpu_suite=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
-san_tests="test_gpu_attention test_gpu_attention_qkv test_gpu_attention_proj test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
+san_tests="test_gpu_attention test_gpu_attention_qkv test_gpu_attention_proj test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_post_ln test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
 san_verify=1
 while [ $# -gt 0 ]; do
   case $1 in
@@ -233,7 +235,9 @@ full_variants=("fp16|--precision fp16" "bf16|--precision bf16" "tf32|--precision
                "bf16 mlp one kernel|SWIN_MLP_ONE_KERNEL=2 --precision bf16"
                "fp16 qkv every width|SWIN_ATTN_QKV=2 --precision fp16"
                "fp16 gathered partition|SWIN_ATTN_GATHER=1 SWIN_ATTN_QKV=2 --precision fp16"
-               "fp16 attention half one kernel|SWIN_ATTN_PROJ=2 SWIN_ATTN_QKV=2 --precision fp16")
+               "fp16 attention half one kernel|SWIN_ATTN_PROJ=2 SWIN_ATTN_QKV=2 --precision fp16"
+               "fp16 fc2 post-norm epilogue|SWIN_FC2_POST_LN=1 --precision fp16"
+               "bf16 fc2 post-norm epilogue|SWIN_FC2_POST_LN=1 --precision bf16")
 if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
   step "full-size models"
   for arch in swin_tiny_patch4_window7_224 swinv2_tiny_window8_256 swin_base_patch4_window12_384; do

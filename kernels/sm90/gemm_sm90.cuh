@@ -8,7 +8,8 @@
  *                           residual staged at the output's place: RESID, gemm_tma.cu only);
  *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3;
  *                           SCATTER / LN_GELU (gemm_tma.cu only): proj written back to the image
- *                           with the residual, and fc1 on the LayerNorm folded into it
+ *                           with the residual, and fc1 on the LayerNorm folded into it;
+ *                           POST_LN (gemm_tma.cu only): x += LN(acc + bias), V2's post-norm
  *   epi_coeffs / epi_pair / epi_store  a thread's column pair: its bias and scale; its values
  *                           in fp32; its output value(s) written at a byte address of the staging tile
  *   TileLoader<R, T>        a thread's cp.async share of a k-tile of R rows (gemm_wgmma.cu, gemm_x3.cu)
@@ -18,6 +19,8 @@
  */
 #ifndef SWIN_GEMM_SM90_CUH
 #define SWIN_GEMM_SM90_CUH
+
+#include <type_traits>
 
 #include "common.cuh"
 #include "sm90/wgmma.cuh"
@@ -34,15 +37,21 @@ struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storag
  * + the residual, which the caller has staged at the output's own address); SCATTER (16-bit:
  * + bias[n] + the residual, stored by gemm_tma.cu's scatter epilogue itself); LN_GELU (16-bit out:
  * acc already normalised by the caller, then + bias[n] (fp32) and the GELU; col_scale: fp32
- * column sums, which the caller uses, not epi_store) */
-enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5 };
+ * column sums, which the caller uses, not epi_store); POST_LN (16-bit out: the residual staged
+ * as RESID's, + LN(acc + bias[n]) over the tile's row, gemm_tma_fold.cuh post_ln_stats; with E4M3
+ * operands fp16 out and LN(acc * col_scale[n] + bias[n]), bias fp16, as FP8_GELU's) */
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5, POST_LN = 6 };
 struct Epi {
     const void *bias;
     const float *col_scale;
     float out_inv;
 };
-/* output bytes an element */
-template <class E, int EPI> constexpr int out_size() { return EPI == FP8_GELU ? 1 : E::ESZ; }
+/* output bytes an element, and its type (POST_LN on E4M3 operands: fp16) */
+template <class E, int EPI> constexpr int out_size() {
+    return EPI == FP8_GELU ? 1 : EPI == POST_LN && E::ESZ == 1 ? 2 : E::ESZ;
+}
+template <class E, int EPI>
+using OutT = typename std::conditional<EPI == POST_LN && E::ESZ == 1, __half, typename E::T>::type;
 
 /* 16-bit operands take transpose flags (0: K-major), E4M3 and TF32 ones are K-major only */
 #define WG_MMA(SHAPE_TYPES, TAIL)                                                               \
@@ -94,7 +103,7 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
     typedef typename E::T T;
     b = make_float2(0.0f, 0.0f), cs = make_float2(1.0f, 1.0f);   /* pairs: 4/8-byte aligned */
     if (col >= N) return;
-    if constexpr (EPI == FP8_GELU) {
+    if constexpr (EPI == FP8_GELU || (EPI == POST_LN && E::ESZ == 1)) {
         if (ep.bias) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
         cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
     } else if constexpr (EPI == LN_GELU) {   /* fp32 bias and column sums */

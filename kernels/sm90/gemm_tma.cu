@@ -4,6 +4,8 @@
  *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     fp16 / bf16 / fp32 as TF32 (act: none, GELU)
  *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
  *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)   fp16 / bf16 / TF32 (RESID)
+ *   x [M, N] += LN(in @ w^T (* col_scale) + bias), N <= 128          fp16 / bf16 / E4M3 in (POST_LN,
+ *                                                                  gemm_tma_fold.cuh)
  *
  * Why: gemm_wgmma.cu's CTA copies its k-tiles itself (cp.async, every thread, address arithmetic
  * a large share of its instructions) and runs copy wait, MMAs and epilogue in turn; at fc1's
@@ -207,11 +209,13 @@ template <class E, int EPI, int SPLIT = 1> constexpr int out_tile() {
 template <class E, int EPI, int SPLIT = 1> constexpr int stages() {
     return out_tile<E, EPI, SPLIT>() > 32 * 1024 ? 3 : 5;
 }
+/* POST_LN: the LayerNorm's gamma and beta for the tile's columns, fp32, after the barriers */
+template <int EPI> constexpr int ln_bytes() { return EPI == POST_LN ? 2 * BN * 4 : 0; }
 template <class E, int EPI, int SPLIT = 1> constexpr size_t smem_bytes() {
     return (size_t)stages<E, EPI, SPLIT>() * STAGE_BYTES + TEAMS * out_tile<E, EPI, SPLIT>() +
-           (2 * stages<E, EPI, SPLIT>() + TEAMS + MAX_WG) * 8 + 1024;
+           (2 * stages<E, EPI, SPLIT>() + TEAMS + MAX_WG) * 8 + ln_bytes<EPI>() + 1024;
 }
-static_assert(smem_bytes<TF32, GELU>() <= 227 * 1024 && smem_bytes<F16, GELU>() <= 227 * 1024 &&
+static_assert(smem_bytes<TF32, GELU>() <= 227 * 1024 && smem_bytes<F16, POST_LN>() <= 227 * 1024 &&
               smem_bytes<TF32, GELU, 2>() <= 227 * 1024, "shared memory");
 /* SPLIT 2 is built for fp32 outputs of GELU and PLAIN epilogues (RESID stages its residual whole) */
 template <class E, int EPI> constexpr bool can_split() { return out_size<E, EPI>() == 4 && (EPI == GELU || EPI == PLAIN); }
@@ -236,13 +240,16 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     constexpr int STAGES = stages<E, EPI, SPLIT>(), OUT_TILE = out_tile<E, EPI, SPLIT>();
     static_assert(SPLIT == 1 || (SPLIT == 2 && can_split<E, EPI>()), "SPLIT: 1, or 2 for fp32 GELU / PLAIN outputs");
     constexpr int CONSUMERS = TEAMS * WPT;
+    constexpr bool HAS_RES = EPI == RESID || EPI == POST_LN;   /* the residual staged at the output's place */
     /* outputs staged with stmatrix: 16-bit ones of the epilogues without a residual in staging */
     constexpr bool STSM_OK = OSZ == 2 && SPLIT == 1 && (EPI == GELU || EPI == PLAIN || EPI == LN_GELU);
     extern __shared__ unsigned char smem_raw[];
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* the swizzle's atoms: 1024-byte aligned */
     const uint32_t s_out = s0 + STAGES * STAGE_BYTES, full = s_out + TEAMS * OUT_TILE, empty = full + 8 * STAGES;
     const uint32_t order = empty + 8 * STAGES;   /* order + 8 T: team T may start its next tile's k-loop */
-    const uint32_t res = order + 8 * TEAMS;      /* res + 8 wg (RESID): warpgroup wg's residual rows landed */
+    const uint32_t res = order + 8 * TEAMS;      /* res + 8 wg (HAS_RES): warpgroup wg's residual rows landed */
+    /* POST_LN: gamma [BN] then beta [BN] (0 past N), read as float pairs by the epilogue */
+    const float *ln_s = reinterpret_cast<const float *>(smem_raw + (res + 8 * MAX_WG - smem_addr(smem_raw)));
     /* UW: wg from lane 0, so that the compiler knows it (and the team, the ring positions and the
      * descriptors that follow from it) is the same across the warp and keeps them in uniform
      * registers (uniform_on) */
@@ -252,6 +259,10 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
         for (int w = 0; w < TEAMS; w++) mbar_init(order + 8 * w, WPT);
         for (int w = 0; w < CONSUMERS; w++) mbar_init(res + 8 * w, 1);
         mbar_fence_init();
+    }
+    if constexpr (EPI == POST_LN) {
+        float *p = const_cast<float *>(ln_s);
+        if (tid < BN) p[tid] = tid < N ? ln.gamma[tid] : 0.0f, p[BN + tid] = tid < N ? ln.beta[tid] : 0.0f;
     }
     __syncthreads();
     swin_pdl_begin();
@@ -280,12 +291,12 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
     unsigned char *stage = smem_raw + (my_out - smem_addr(smem_raw));
     if (ctid == 0 && EPI != SCATTER) {
         tma_prefetch_map(&map_out);
-        if (EPI == RESID) tma_prefetch_map(&map_res);
+        if (HAS_RES) tma_prefetch_map(&map_res);
     }
     unsigned turn = 0;   /* waits on order + 8 team so far */
     for (int t = blockIdx.x + team * gridDim.x, j = team; t < tiles; t += TEAMS * gridDim.x, j += TEAMS) {
         const int m0 = (t / tiles_n) * BM, n0 = (t % tiles_n) * BN;
-        if (EPI == RESID && ctid == 0) {
+        if (HAS_RES && ctid == 0) {
             /* the residual's rows of this tile into the staging rows, where the epilogue adds
              * them in place, once the previous tile's stores have read them */
             bulk_wait_read();
@@ -366,14 +377,16 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
 
         /* epilogue: the previous tile's stores have read the staging rows (RESID: and the
          * residual has landed in them; each thread then reads and writes its own elements) */
-        if constexpr (EPI == RESID) {
+        if constexpr (HAS_RES) {
             mbar_wait(res + 8 * wg, (j >> 1) & 1);   /* this warpgroup's (j / 2)-th residual load */
         } else {
             if (ctid == 0) bulk_wait_read();
             named_sync(1 + wg, 128);
         }
         const int r_lo = wq * 16 + (lane >> 2);
-        float nm[MI][2], rs[MI][2];   /* LN_GELU: the rows' -mean rstd and rstd */
+        float nm[MI][2], rs[MI][2];   /* LN_GELU: the rows' -mean rstd and rstd; POST_LN: mean, rstd */
+        uint32_t pk[EPI == POST_LN ? MI : 1][2][EPI == POST_LN ? BN / 8 : 1];   /* POST_LN: the rows' values */
+        if constexpr (EPI == POST_LN) post_ln_stats<BN, E, MI>(d, ep, N, ln.eps, lane, pk, nm, rs);
         if constexpr (EPI == LN_GELU) {
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
@@ -438,6 +451,26 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                 if (ctid == 0) bulk_wait_read();
                 named_sync(1 + wg, 128);
             }
+            if constexpr (EPI == POST_LN) {   /* one part; n0 0: c is the row's column */
+                typedef OutT<E, POST_LN> T;
+#pragma unroll
+                for (int jn = 0; jn < BN / 8; jn++) {
+                    const int c = jn * 8 + 2 * (lane & 3);
+                    const float2 g = *reinterpret_cast<const float2 *>(ln_s + c);
+                    const float2 be = *reinterpret_cast<const float2 *>(ln_s + BN + c);
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {   /* row.cuh's order: (v - mean) rstd, * gamma + beta, + x */
+                            unsigned char *p = stage + box_off<RW>(64 * mi + r_lo + 8 * h, OSZ * c);
+                            const float2 x = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
+                            const float2 v = unpack2<T>(pk[mi][h][jn]);
+                            const float y0 = fmaf((v.x - nm[mi][h]) * rs[mi][h], g.x, be.x) + x.x;
+                            const float y1 = fmaf((v.y - nm[mi][h]) * rs[mi][h], g.y, be.y) + x.y;
+                            *reinterpret_cast<uint32_t *>(p) = pack2<T>(y0, y1);
+                        }
+                }
+            } else {
 #pragma unroll
             for (int jj = 0; jj < JP; jj++) {
                 const int jn = part * JP + jj, c = jn * 8 + 2 * (lane & 3), cp = c - part * JP * 8;
@@ -456,6 +489,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                             epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b, cs, ep);
                         }
                     }
+            }
             }
             fence_proxy_async();
             named_sync(1 + wg, 128);
@@ -538,7 +572,7 @@ swin_status launch_wpt(const char *op, void *out, const void *in, const void *w,
     SWIN_TRY(swin_tma_map_2d(&map_w, op, "w", w, N, K, E::ESZ, BN));
     if (EPI == SCATTER) map_out = map_in;   /* unread: the epilogue stores through ln.x */
     else SWIN_TRY(swin_tma_map_2d(&map_out, op, "out", out, M, N, OSZ, BM / WPT));
-    if (EPI == RESID) SWIN_TRY(swin_tma_map_2d(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
+    if (EPI == RESID || EPI == POST_LN) SWIN_TRY(swin_tma_map_2d(&map_res, op, "residual", residual, M, N, OSZ, BM / WPT));
     else map_res = map_out;   /* unread */
     int sms = 0;
     SWIN_TRY(swin_device_sms(&sms));
@@ -637,6 +671,31 @@ extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, cons
     if (dt == SWIN_DT_BF16) return launch<BF16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     if (dt == SWIN_DT_F32) return launch<TF32, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias,
+                                                   const float *gamma, const float *beta, float eps, int M, int K,
+                                                   int N, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_post_ln_cuda";
+    if (N > BN) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: N %d: a row must fit one %d-column tile", op, N, BN);
+    LnFold ln = LnFold();
+    ln.gamma = gamma, ln.beta = beta, ln.eps = eps;
+    const Epi ep = {bias, NULL, 1.0f};
+    if (dt == SWIN_DT_F16) return launch<F16, POST_LN>(op, x, in, w, ep, M, K, N, st, x, ln);
+    if (dt == SWIN_DT_BF16) return launch<BF16, POST_LN>(op, x, in, w, ep, M, K, N, st, x, ln);
+    return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16 or bf16 only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const uint8_t *w_q,
+                                                       const float *col_scale, const void *bias, const float *gamma,
+                                                       const float *beta, float eps, int M, int K, int N,
+                                                       cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_post_ln_fp8_cuda";
+    if (N > BN) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: N %d: a row must fit one %d-column tile", op, N, BN);
+    LnFold ln = LnFold();
+    ln.gamma = gamma, ln.beta = beta, ln.eps = eps;
+    const Epi ep = {bias, col_scale, 1.0f};
+    return launch<E4M3, POST_LN>(op, x, in_q, w_q, ep, M, K, N, st, x, ln);
 }
 
 extern "C" swin_status swin_gemm_tma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w,

@@ -22,6 +22,15 @@ swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const v
  * 16-byte aligned, may be out itself but not an input) */
 swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias, const void *residual,
                                       int M, int K, int N, swin_dtype dt, cudaStream_t st);
+/* V2's post-norm residual: x [M, N] += LN(in [M, K] @ w [N, K]^T + bias [N]) with the LayerNorm's
+ * gamma, beta [N] (fp32) and eps, N <= 128 (gemm.h swin_gemm_wgmma_post_ln_cuda, which checks) */
+swin_status swin_gemm_tma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias, const float *gamma,
+                                       const float *beta, float eps, int M, int K, int N, swin_dtype dt,
+                                       cudaStream_t st);
+/* the same on E4M3 operands: x (fp16) += LN((in_q @ w_q^T) * col_scale [N] + bias [N], fp16) */
+swin_status swin_gemm_tma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                           const void *bias, const float *gamma, const float *beta, float eps, int M,
+                                           int K, int N, cudaStream_t st);
 /* V1's proj and norm2 + fc1 with the LayerNorm between them folded away (gemm.h
  * swin_gemm_wgmma_proj_scatter_cuda, swin_gemm_wgmma_ln_gelu_cuda, which check the arguments) */
 swin_status swin_gemm_tma_proj_scatter_cuda(void *x, float *part, const void *win, const void *w, const void *bias,

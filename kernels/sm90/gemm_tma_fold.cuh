@@ -1,5 +1,12 @@
-/* gemm_tma_fold.cuh - V1's norm2 folded into the GEMMs around it (SWIN_LN_FOLD=1,
- * src/cuda/engine.c; opt-in): the SCATTER and LN_GELU epilogues of gemm_tma.cu's kernel.
+/* gemm_tma_fold.cuh - LayerNorms in the epilogues of gemm_tma.cu's kernel:
+ *   POST_LN (V2's res-post-norm, src/cuda/engine.c fc2_post_ln): x += LN(acc + bias) where one
+ *     128-column tile holds a row (N <= 128), the residual staged as RESID stages it; the row's
+ *     values rounded to the data type first (the GEMM's output as the two-op path stores it),
+ *     then two quad reductions for the mean and the squared deviations (post_ln_stats) and the
+ *     arithmetic of kernels/row.cuh's row kernel, so the result is the two ops' up to the order
+ *     of the fp32 sums.
+ * and V1's norm2 folded into the GEMMs around it (SWIN_LN_FOLD=1, src/cuda/engine.c; opt-in): the
+ * SCATTER and LN_GELU epilogues.
  *
  *   SCATTER (proj): no staging and no TMA store; each thread adds bias and residual to its own
  *     accumulators and stores them in place at the window row's token (token_src, win_geom.cuh),
@@ -16,7 +23,7 @@
  * 0.328 against 0.260); LN_GELU 34% slower than GELU: ptxas caps 544 threads at 96 registers and
  * it spills 60 bytes (the scatter 64), on an epilogue that was already issue-bound (gemm_tma.cu's
  * header).
- * BN: the kernel's tile columns (gemm_tma.cu). Test: tests/test_gpu_lnfold.c.
+ * BN: the kernel's tile columns (gemm_tma.cu). Test: tests/test_gpu_lnfold.c, tests/test_gpu_post_ln.c.
  */
 #ifndef SWIN_GEMM_TMA_FOLD_CUH
 #define SWIN_GEMM_TMA_FOLD_CUH
@@ -37,7 +44,60 @@ struct LnFold {
     int parts, C;   /* LN_GELU: tiles per token, the normalised width (K) */
     float inv_c, eps;
     win_geom g;     /* SCATTER: window row -> token */
+    const float *gamma, *beta;   /* POST_LN: the LayerNorm's weight and bias [N], fp32 */
 };
+
+/* POST_LN: each of the thread's rows (m64 block mi, rows r_lo and r_lo + 8: h) of a tile that
+ * holds the whole row (columns 0 .. N - 1, N <= BN): pk <- its values acc (* col_scale: E4M3) +
+ * bias rounded to the output type, two a register as stored (0 past N; d is dead after this, so
+ * the values take 32 registers, not 64: ptxas had spilled, or serialised the MMAs, while d stayed
+ * live or was rewritten in place), mu and rs <- the row's mean and 1 / sqrt(var + eps), two-pass
+ * as row.cuh's row_normalize (a row's 128 columns are a quad of lanes' 32 values each) */
+template <int BN, class E, int MI>
+__device__ __forceinline__ void post_ln_stats(const float (&d)[MI][64], const Epi &ep, int N, float eps, int lane,
+                                              uint32_t (&pk)[MI][2][BN / 8], float (&mu)[MI][2], float (&rs)[MI][2]) {
+    typedef OutT<E, POST_LN> T;
+    float s[MI][2], q[MI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) s[mi][0] = s[mi][1] = q[mi][0] = q[mi][1] = 0.0f;
+#pragma unroll
+    for (int jn = 0; jn < BN / 8; jn++) {
+        const int c = jn * 8 + 2 * (lane & 3);
+        float2 b, cs;
+        epi_coeffs<E, POST_LN>(ep, c, N, b, cs);
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int i = 4 * jn + 2 * h;
+                pk[mi][h][jn] = c < N ? pack2<T>(fmaf(d[mi][i], cs.x, b.x), fmaf(d[mi][i + 1], cs.y, b.y)) : 0u;
+                const float2 v = unpack2<T>(pk[mi][h][jn]);
+                s[mi][h] += v.x + v.y;
+            }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) mu[mi][h] = swin_quad_sum(s[mi][h]) / (float)N;
+#pragma unroll
+    for (int jn = 0; jn < BN / 8; jn++) {
+        const int c = jn * 8 + 2 * (lane & 3);
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (c < N) {
+                    const float2 v = unpack2<T>(pk[mi][h][jn]);
+                    const float d0 = v.x - mu[mi][h], d1 = v.y - mu[mi][h];
+                    q[mi][h] += d0 * d0;
+                    q[mi][h] += d1 * d1;
+                }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) rs[mi][h] = rsqrtf(swin_quad_sum(q[mi][h]) / (float)N + eps);
+}
 
 /* LN_GELU: the mean and 1 / sqrt(var + eps) of token row `row` from its partial statistics
  * (Chan et al.'s pairwise combination, in tile order) */

@@ -306,6 +306,54 @@ extern "C" swin_status swin_gemm_wgmma_proj_scatter_cuda(void *x, float *part, c
     return swin_gemm_tma_proj_scatter_cuda(x, part, win, w, bias, d, dt, st);
 }
 
+extern "C" int swin_gemm_post_ln_supports(swin_dtype dt, int M, int K, int N) {
+    return (dt == SWIN_DT_F16 || dt == SWIN_DT_BF16) && M > 0 && K > 0 && N > 0 && K % 8 == 0 && N % 8 == 0 &&
+           N <= 128 && (long long)M * K < INT_MAX && (long long)M * N < INT_MAX && (long long)N * K < INT_MAX &&
+           swin_gemm_wgmma_available() && swin_tma_available();
+}
+
+extern "C" swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias,
+                                                    const float *gamma, const float *beta, float eps, int M, int K,
+                                                    int N, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_post_ln_cuda";
+    if (!x || !in || !w || !gamma || !beta)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
+    if (!swin_gemm_post_ln_supports(dt, M, K, N))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, fp16 or bf16, M > 0, "
+                         "K and N multiples of 8, N <= 128, M x K and M x N below 2^31 (dtype %d, M %d, K %d, N %d)",
+                         op, (int)dt, M, K, N);
+    if (!(eps > 0.0f) || !isfinite(eps)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: eps %g (expected finite > 0)", op, (double)eps);
+    if (misaligned(x, 16) || misaligned(in, 16) || misaligned(w, 16) || misaligned(bias, 4) || misaligned(gamma, 8) ||
+        misaligned(beta, 8))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, in and w must be 16-byte aligned, bias 4, gamma and beta 8", op);
+    if (x == in || x == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: x must not alias in or w", op);
+    return swin_gemm_tma_post_ln_cuda(x, in, w, bias, gamma, beta, eps, M, K, N, dt, st);
+}
+
+extern "C" int swin_gemm_post_ln_fp8_supports(int M, int K, int N) {
+    return K % 16 == 0 && swin_gemm_post_ln_supports(SWIN_DT_F16, M, K, N);
+}
+
+extern "C" swin_status swin_gemm_wgmma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const uint8_t *w_q,
+                                                        const float *col_scale, const void *bias, const float *gamma,
+                                                        const float *beta, float eps, int M, int K, int N,
+                                                        cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_post_ln_fp8_cuda";
+    if (!x || !in_q || !w_q || !col_scale || !gamma || !beta)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
+    if (!swin_gemm_post_ln_fp8_supports(M, K, N))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, M > 0, K a multiple "
+                         "of 16, N of 8, N <= 128, M x K and M x N below 2^31 (M %d, K %d, N %d)", op, M, K, N);
+    if (!(eps > 0.0f) || !isfinite(eps)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: eps %g (expected finite > 0)", op, (double)eps);
+    if (misaligned(x, 16) || misaligned(in_q, 16) || misaligned(w_q, 16) || misaligned(col_scale, 8) ||
+        misaligned(bias, 4) || misaligned(gamma, 8) || misaligned(beta, 8))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, in_q and w_q must be 16-byte aligned, bias 4, col_scale, gamma and "
+                         "beta 8", op);
+    if (x == (const void *)in_q || x == (const void *)w_q)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x must not alias in_q or w_q", op);
+    return swin_gemm_tma_post_ln_fp8_cuda(x, in_q, w_q, col_scale, bias, gamma, beta, eps, M, K, N, st);
+}
+
 extern "C" swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
                                                     const float *colsum, const float *b_fold, int T, int C, int H,
                                                     float eps, swin_dtype dt, cudaStream_t st) {

@@ -273,7 +273,8 @@ static int attn_proj(const swin_engine *e, const swin_dblock *w, const swin_dims
 }
 
 /* out [T, C] = fc2(GELU(fc1(in))) (+ residual), fc2_name: its name in the breakdown; in_q8: fc1's
- * E4M3 input is already in e->q8 (q8_for).
+ * E4M3 input is already in e->q8 (q8_for); post (V2, fc2_post_ln): out += LN(fc2(...)) with that
+ * LayerNorm in fc2's epilogue (out is x, residual NULL).
  * --mlp unfused, and fp32 / tf32: fc1 into hid, then the GELU as an op of its own; fp16 / bf16
  * with --mlp fused (auto on Hopper), and tf32 there (tf32_mlp_fused):
  * fc1 with the exact GELU in its epilogue (kernels/gemm_mma.cu, kernels/sm90/gemm_wgmma.cu; a
@@ -282,7 +283,7 @@ static int attn_proj(const swin_engine *e, const swin_dblock *w, const swin_dims
  * Hopper: fc1, GELU and fc2's quantisation in one wgmma GEMM (fp8_mlp_fused); FP8 elsewhere: fc1
  * in FP8, then GELU and fc2's quantisation in one pass. */
 static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dblock *w, const void *residual, int T,
-                       int C, int hidden, int in_q8, const char *fc2_name) {
+                       int C, int hidden, int in_q8, const char *fc2_name, const swin_dln *post, float eps) {
     const int fp8_fc2 = swin_engine_fp8_site(e, &w->fc2);
     if (fp8_fc2 && fp8_mlp_fused(e, w)) {
         /* fc1 reads its E4M3 input from e->q8 and writes fc2's into hid (free until fc2 reads it) */
@@ -291,13 +292,17 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
         OP(GEMM, "fc1+gelu+quantize",
            swin_gemm_wgmma_fp8_gelu_cuda(hq, (const uint8_t *)e->q8, w->fc1.q, w->fc1.wsx, w->fc1.b,
                                          1.0f / e->scale[w->fc2.site], T, C, hidden, e->stream));
-        OP(GEMM, fc2_name, swin_linear_fp8_cuda(out, hq, e->ones, w->fc2.q, w->fc2.wsx, w->fc2.b, residual, T, hidden,
-                                                C, e->gemm, e->stream));
+        if (post)
+            OP(GEMM, fc2_name, swin_gemm_wgmma_post_ln_fp8_cuda(out, hq, w->fc2.q, w->fc2.wsx, w->fc2.b, post->w, post->b,
+                                                                eps, T, hidden, C, e->stream));
+        else
+            OP(GEMM, fc2_name, swin_linear_fp8_cuda(out, hq, e->ones, w->fc2.q, w->fc2.wsx, w->fc2.b, residual, T,
+                                                    hidden, C, e->gemm, e->stream));
         return SWIN_OK;
     }
     const int fused = e->opt.mlp == SWIN_MLP_FUSED && (e->dt != SWIN_DT_F32 || tf32_mlp_fused(e)) && !fp8_fc2 &&
                       !swin_engine_fp8_site(e, &w->fc1);
-    if (fused && !e->recording && mlp_one_kernel(e, T) &&   /* supports: fp16 / bf16 only */
+    if (fused && !post && !e->recording && mlp_one_kernel(e, T) &&   /* supports: fp16 / bf16 only */
         swin_mlp_wgmma_supports(e->dt, T, C, hidden, out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual)) {
         OP(GEMM, residual ? "mlp+residual" : "mlp",
            swin_mlp_wgmma_cuda(out, in, w->fc1.w, w->fc1.b, w->fc2.w, w->fc2.b, residual, T, C, hidden, e->dt,
@@ -313,6 +318,11 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
         else OP(OTHER, "gelu", swin_gelu_cuda(e->hid, NULL, (size_t)T * hidden, e->dt, e->stream));
     }
     if (!fp8_fc2) SWIN_TRY(quant(e, e->hid, &w->fc2, T));
+    if (post) {
+        OP(GEMM, fc2_name, swin_gemm_wgmma_post_ln_cuda(out, e->hid, w->fc2.w, w->fc2.b, post->w, post->b, eps, T, hidden,
+                                                        C, e->dt, e->stream));
+        return SWIN_OK;
+    }
     OP(GEMM, fc2_name, lin(e, out, e->hid, &w->fc2, residual, T, hidden, C, SWIN_ACT_NONE));
     return SWIN_OK;
 }
@@ -335,7 +345,7 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
         OP(ATTENTION, "qkv+attention+proj+residual+ln2",
            swin_window_attention_proj_cuda(&p, e->tok, w->qkv.w, w->qkv.b, w->bias_table, w->attn_scale, d, e->dt,
                                            e->stream));
-        return mlp(e, x, e->qkv, w, x, T, C, hidden, 0, "fc2+residual");
+        return mlp(e, x, e->qkv, w, x, T, C, hidden, 0, "fc2+residual", NULL, 0.0f);
     }
     SWIN_TRY(partition_qkv_attention(e, x, w, &w->norm1, d, q_qkv, q_proj, Tp, &att));
     if (e->ln_fold && !e->recording && !mlp_one_kernel(e, T)) {
@@ -354,11 +364,45 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
     OP(GEMM, "proj", lin(e, e->hid, att, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE));
     OP(NORM, "reverse+residual+ln2", swin_window_reverse_residual_ln_cuda(x, e->tok, e->hid, w->norm2.w, w->norm2.b,
                                                                           d, q_fc1, e->dt, e->stream));
-    return mlp(e, x, e->tok, w, x, T, C, hidden, q_fc1 != NULL, "fc2+residual");
+    return mlp(e, x, e->tok, w, x, T, C, hidden, q_fc1 != NULL, "fc2+residual", NULL, 0.0f);
+}
+
+/* V2's fc2 with norm2 and the residual in its epilogue (swin_gemm_wgmma_post_ln_cuda: one kernel for
+ * fc2 and ln2+residual) where a row fits its tile (C <= 128: the first stage of the tiny to base
+ * models), in fp16 / bf16 on Hopper without the one-kernel MLP, or in fp8 where the block's MLP is
+ * FP8 on Hopper (fp8_mlp_fused; swin_gemm_wgmma_post_ln_fp8_cuda, fc2's E4M3 GEMM). SWIN_FC2_POST_LN
+ * (read once): 0 never (the two ops, for comparison in one run), 1 at every size, else (auto)
+ * where gemm_tma.cu's kernel takes a GEMM of that size (swin_gemm_tma_wanted: 2 x SMs tiles).
+ * Why: SwinV2-T's first-stage fc2 (K 384, N 96) is bound by memory, not by its MMAs: at batch 256
+ * cuBLASLt's reads 805 MB of hidden and writes 201 MB a block in 0.25 ms (4 TB/s), and the
+ * ln2+residual pass then moves 603 MB more (0.15 ms); fused, 1.2 GB a block.
+ * Measured (H200, 2026-11-29, tools/bench_ab.py, two rounds, best medians, SWIN_FC2_POST_LN=0 /
+ * default / =1, ms): SwinV2-T fp16 batch 1 0.419 / 0.422 / 0.422 (the default does not fuse there),
+ * 8 0.686 / 0.682 / 0.678, 64 2.996 / 2.883 / 2.876, 256 11.275 / 11.177 / 11.169; bf16 batch 256
+ * 11.035 / 10.905; fp8 batch 8 0.707 / 0.706, 64 2.928 / 2.868, 256 10.408 / 10.239.
+ * --breakdown, fp16 batch 256 (all blocks): the first stage's fc2 0.503 + ln2+residual 0.297
+ * against fc2+ln2+residual 0.605 ms (0.30 a block: 4.0 TB/s, cuBLASLt's fc2 rate). */
+static int fc2_post_ln(const swin_engine *e, const swin_dblock *w, int T, int C, int hidden) {
+    static int mode = -1;
+    if (mode < 0) {
+        const char *v = getenv("SWIN_FC2_POST_LN");
+        mode = !v || !v[0] ? 2 : !strcmp(v, "0") ? 0 : !strcmp(v, "1") ? 1 : 2;
+    }
+    if (!mode || !e->wgmma) return 0;
+    if (swin_engine_fp8_site(e, &w->fc2) || swin_engine_fp8_site(e, &w->fc1)) {
+        if (!swin_engine_fp8_site(e, &w->fc2) || !fp8_mlp_fused(e, w) || e->dt != SWIN_DT_F16 ||
+            !swin_gemm_post_ln_fp8_supports(T, hidden, C))
+            return 0;
+    } else if ((e->dt != SWIN_DT_F16 && e->dt != SWIN_DT_BF16) || !swin_gemm_post_ln_supports(e->dt, T, hidden, C) ||
+               (e->opt.mlp == SWIN_MLP_FUSED && !e->recording && mlp_one_kernel(e, T))) {
+        return 0;
+    }
+    return mode == 1 || swin_gemm_tma_wanted(T, C);
 }
 
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1);
- * where attn_proj, the attention half in one kernel */
+ * where attn_proj, the attention half in one kernel; where fc2_post_ln, LN2 and the residual in
+ * fc2's epilogue */
 static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const swin_dims *d, int hidden) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_q8_dst qa, qb, qp;
@@ -377,7 +421,9 @@ static swin_status block_v2(swin_engine *e, void *x, const swin_dblock *w, const
         OP(NORM, "reverse+ln1+residual", swin_window_reverse_residual_cuda(x, e->hid, w->norm1.w, w->norm1.b, d, q_fc1,
                                                                             e->dt, e->stream));
     }
-    SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2"));
+    if (fc2_post_ln(e, w, T, C, hidden))
+        return mlp(e, x, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2+ln2+residual", &w->norm2, d->eps);
+    SWIN_TRY(mlp(e, e->tok, x, w, NULL, T, C, hidden, q_fc1 != NULL, "fc2", NULL, 0.0f));
     OP(NORM, "ln2+residual", swin_layernorm_residual_cuda(x, e->tok, w->norm2.w, w->norm2.b, T, C, d->eps, e->dt, e->stream));
     return SWIN_OK;
 }
