@@ -113,6 +113,9 @@ swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *
  * in or w; SWIN_ERR_UNSUPPORTED where the GPU, the dtype or the shape cannot, SWIN_ERR_ARGUMENT
  * for the rest. */
 int swin_gemm_post_ln_supports(swin_dtype dt, int M, int K, int N);
+swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias, const float *gamma,
+                                         const float *beta, float eps, int M, int K, int N, swin_dtype dt,
+                                         cudaStream_t st);
 /* The same on FP8 operands (an FP8 site's GEMM, as swin_linear_fp8_cuda with row scales of 1):
  *   x [M, N] (fp16) += LN((in_q [M, K] @ w_q [N, K]^T) * col_scale [N] + bias [N])
  * E4M3 in_q and w_q (16-byte aligned), col_scale fp32 (8-byte), bias fp16 (4-byte, may be NULL),
@@ -125,9 +128,6 @@ swin_status swin_gemm_wgmma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const
 /* 1 where the persistent TMA kernel takes an [M, N] output by default (TMA available, at least
  * 2 x SMs tiles of 128 x 128; SWIN_GEMM_TMA and SWIN_GEMM_TMA_MIN_TILES move it: gemm_tma.cu) */
 int swin_gemm_tma_wanted(int M, int N);
-swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias, const float *gamma,
-                                         const float *beta, float eps, int M, int K, int N, swin_dtype dt,
-                                         cudaStream_t st);
 
 /* The transformer block's MLP as one kernel on Hopper (kernels/sm90/mlp_wgmma.cu, compute
  * capability 9.0), the hidden kept on chip:

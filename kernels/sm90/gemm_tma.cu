@@ -472,24 +472,25 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                 }
             } else {
 #pragma unroll
-            for (int jj = 0; jj < JP; jj++) {
-                const int jn = part * JP + jj, c = jn * 8 + 2 * (lane & 3), cp = c - part * JP * 8;
-                float2 b, cs;
-                epi_coeffs<E, EPI>(ep, n0 + c, N, b, cs);
+                for (int jj = 0; jj < JP; jj++) {
+                    const int jn = part * JP + jj, c = jn * 8 + 2 * (lane & 3), cp = c - part * JP * 8;
+                    float2 b, cs;
+                    epi_coeffs<E, EPI>(ep, n0 + c, N, b, cs);
 #pragma unroll
-                for (int mi = 0; mi < MI; mi++)
+                    for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
-                        const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
-                        if constexpr (EPI == LN_GELU) {   /* LN(x) w^T + b = rstd x w'^T + (b - rstd mean colsum(w')) */
-                            const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
-                            const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
-                            epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], bb, sc, ep);
-                        } else {
-                            epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b, cs, ep);
+                        for (int h = 0; h < 2; h++) {   /* rows r_lo (+ 8) of each m64 block */
+                            const int i = 4 * jn + 2 * h, r = 64 * mi + r_lo + 8 * h;
+                            /* LN_GELU: LN(x) w^T + b = rstd x w'^T + (b - rstd mean colsum(w')) */
+                            if constexpr (EPI == LN_GELU) {
+                                const float2 sc = make_float2(rs[mi][h], rs[mi][h]);
+                                const float2 bb = make_float2(fmaf(nm[mi][h], cs.x, b.x), fmaf(nm[mi][h], cs.y, b.y));
+                                epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], bb, sc, ep);
+                            } else {
+                                epi_store<E, EPI>(stage + box_off<RW>(r, OSZ * cp), d[mi][i], d[mi][i + 1], b, cs, ep);
+                            }
                         }
-                    }
-            }
+                }
             }
             fence_proxy_async();
             named_sync(1 + wg, 128);

@@ -7,13 +7,12 @@
 
 #include <stdint.h>
 
-#include "ops.h"
+#include "gemm.h"   /* swin_gemm_tma_wanted */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-int swin_gemm_tma_wanted(int M, int N);
 /* fp16 / bf16 / fp32 (TF32 math): out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N]), act none
  * or GELU */
 swin_status swin_gemm_tma_cuda(void *out, const void *in, const void *w, const void *bias, int M, int K, int N,

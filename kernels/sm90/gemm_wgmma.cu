@@ -312,46 +312,44 @@ extern "C" int swin_gemm_post_ln_supports(swin_dtype dt, int M, int K, int N) {
            swin_gemm_wgmma_available() && swin_tma_available();
 }
 
-extern "C" swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias,
-                                                    const float *gamma, const float *beta, float eps, int M, int K,
-                                                    int N, swin_dtype dt, cudaStream_t st) {
-    static const char op[] = "swin_gemm_wgmma_post_ln_cuda";
-    if (!x || !in || !w || !gamma || !beta)
+extern "C" int swin_gemm_post_ln_fp8_supports(int M, int K, int N) {
+    return K % 16 == 0 && swin_gemm_post_ln_supports(SWIN_DT_F16, M, K, N);
+}
+
+/* the two post-norm entries' checks (fp8: E4M3 in and w with col_scale, fp16 x), then the kernel */
+static swin_status post_ln_entry(const char *op, int fp8, void *x, const void *in, const void *w,
+                                 const float *col_scale, const void *bias, const float *gamma, const float *beta,
+                                 float eps, int M, int K, int N, swin_dtype dt, cudaStream_t st) {
+    if (!x || !in || !w || (fp8 && !col_scale) || !gamma || !beta)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
-    if (!swin_gemm_post_ln_supports(dt, M, K, N))
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, fp16 or bf16, M > 0, "
-                         "K and N multiples of 8, N <= 128, M x K and M x N below 2^31 (dtype %d, M %d, K %d, N %d)",
-                         op, (int)dt, M, K, N);
+    if (!(fp8 ? swin_gemm_post_ln_fp8_supports(M, K, N) : swin_gemm_post_ln_supports(dt, M, K, N)))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, %s, N <= 128, M > 0, "
+                         "M x K and M x N below 2^31 (dtype %d, M %d, K %d, N %d)", op,
+                         fp8 ? "K a multiple of 16, N of 8" : "fp16 or bf16, K and N multiples of 8", (int)dt, M, K, N);
     if (!(eps > 0.0f) || !isfinite(eps)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: eps %g (expected finite > 0)", op, (double)eps);
     if (misaligned(x, 16) || misaligned(in, 16) || misaligned(w, 16) || misaligned(bias, 4) || misaligned(gamma, 8) ||
-        misaligned(beta, 8))
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, in and w must be 16-byte aligned, bias 4, gamma and beta 8", op);
+        misaligned(beta, 8) || misaligned(col_scale, 8))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, in and w must be 16-byte aligned, bias 4, gamma, beta (and "
+                         "col_scale) 8", op);
     if (x == in || x == w) return swin_fail(SWIN_ERR_ARGUMENT, "%s: x must not alias in or w", op);
+    if (fp8)
+        return swin_gemm_tma_post_ln_fp8_cuda(x, static_cast<const uint8_t *>(in), static_cast<const uint8_t *>(w),
+                                              col_scale, bias, gamma, beta, eps, M, K, N, st);
     return swin_gemm_tma_post_ln_cuda(x, in, w, bias, gamma, beta, eps, M, K, N, dt, st);
 }
 
-extern "C" int swin_gemm_post_ln_fp8_supports(int M, int K, int N) {
-    return K % 16 == 0 && swin_gemm_post_ln_supports(SWIN_DT_F16, M, K, N);
+extern "C" swin_status swin_gemm_wgmma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias,
+                                                    const float *gamma, const float *beta, float eps, int M, int K,
+                                                    int N, swin_dtype dt, cudaStream_t st) {
+    return post_ln_entry("swin_gemm_wgmma_post_ln_cuda", 0, x, in, w, NULL, bias, gamma, beta, eps, M, K, N, dt, st);
 }
 
 extern "C" swin_status swin_gemm_wgmma_post_ln_fp8_cuda(void *x, const uint8_t *in_q, const uint8_t *w_q,
                                                         const float *col_scale, const void *bias, const float *gamma,
                                                         const float *beta, float eps, int M, int K, int N,
                                                         cudaStream_t st) {
-    static const char op[] = "swin_gemm_wgmma_post_ln_fp8_cuda";
-    if (!x || !in_q || !w_q || !col_scale || !gamma || !beta)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL argument (only bias may be NULL)", op);
-    if (!swin_gemm_post_ln_fp8_supports(M, K, N))
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 with TMA, M > 0, K a multiple "
-                         "of 16, N of 8, N <= 128, M x K and M x N below 2^31 (M %d, K %d, N %d)", op, M, K, N);
-    if (!(eps > 0.0f) || !isfinite(eps)) return swin_fail(SWIN_ERR_ARGUMENT, "%s: eps %g (expected finite > 0)", op, (double)eps);
-    if (misaligned(x, 16) || misaligned(in_q, 16) || misaligned(w_q, 16) || misaligned(col_scale, 8) ||
-        misaligned(bias, 4) || misaligned(gamma, 8) || misaligned(beta, 8))
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x, in_q and w_q must be 16-byte aligned, bias 4, col_scale, gamma and "
-                         "beta 8", op);
-    if (x == (const void *)in_q || x == (const void *)w_q)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%s: x must not alias in_q or w_q", op);
-    return swin_gemm_tma_post_ln_fp8_cuda(x, in_q, w_q, col_scale, bias, gamma, beta, eps, M, K, N, st);
+    return post_ln_entry("swin_gemm_wgmma_post_ln_fp8_cuda", 1, x, in_q, w_q, col_scale, bias, gamma, beta, eps, M, K,
+                         N, SWIN_DT_F16, st);
 }
 
 extern "C" swin_status swin_gemm_wgmma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,

@@ -122,6 +122,10 @@ struct swin_engine {
      * epilogue (engine.c attn_proj; SWIN_ATTN_PROJ): 0 never, 1 where each cluster takes one
      * window, 2 wherever the kernel takes the block */
     int attn_proj;
+    /* V2's norm2 and residual in fc2's epilogue (engine.c fc2_post_ln; set up from SWIN_FC2_POST_LN
+     * on Hopper in fp16 / bf16 / fp8): 0 never, 1 wherever the kernel takes the layer, 2 where the
+     * TMA GEMM takes one of that size */
+    int post_ln;
     void *gemm_ws, *attn_ws;
     size_t gemm_ws_bytes, attn_ws_bytes;
     float *input, *logits;      /* io, fp32 */

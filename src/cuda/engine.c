@@ -370,9 +370,10 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
 /* V2's fc2 with norm2 and the residual in its epilogue (swin_gemm_wgmma_post_ln_cuda: one kernel for
  * fc2 and ln2+residual) where a row fits its tile (C <= 128: the first stage of the tiny to base
  * models), in fp16 / bf16 on Hopper without the one-kernel MLP, or in fp8 where the block's MLP is
- * FP8 on Hopper (fp8_mlp_fused; swin_gemm_wgmma_post_ln_fp8_cuda, fc2's E4M3 GEMM). SWIN_FC2_POST_LN
- * (read once): 0 never (the two ops, for comparison in one run), 1 at every size, else (auto)
- * where gemm_tma.cu's kernel takes a GEMM of that size (swin_gemm_tma_wanted: 2 x SMs tiles).
+ * FP8 on Hopper (fp8_mlp_fused; swin_gemm_wgmma_post_ln_fp8_cuda, fc2's E4M3 GEMM). e->post_ln
+ * (setup, SWIN_FC2_POST_LN): 0 never (the two ops, for comparison in one run), 1 at every size,
+ * 2 (default) where gemm_tma.cu's kernel takes a GEMM of that size (swin_gemm_tma_wanted: 2 x SMs
+ * tiles).
  * Why: SwinV2-T's first-stage fc2 (K 384, N 96) is bound by memory, not by its MMAs: at batch 256
  * cuBLASLt's reads 805 MB of hidden and writes 201 MB a block in 0.25 ms (4 TB/s), and the
  * ln2+residual pass then moves 603 MB more (0.15 ms); fused, 1.2 GB a block.
@@ -383,21 +384,12 @@ static swin_status block_v1(swin_engine *e, void *x, const swin_dblock *w, const
  * --breakdown, fp16 batch 256 (all blocks): the first stage's fc2 0.503 + ln2+residual 0.297
  * against fc2+ln2+residual 0.605 ms (0.30 a block: 4.0 TB/s, cuBLASLt's fc2 rate). */
 static int fc2_post_ln(const swin_engine *e, const swin_dblock *w, int T, int C, int hidden) {
-    static int mode = -1;
-    if (mode < 0) {
-        const char *v = getenv("SWIN_FC2_POST_LN");
-        mode = !v || !v[0] ? 2 : !strcmp(v, "0") ? 0 : !strcmp(v, "1") ? 1 : 2;
-    }
-    if (!mode || !e->wgmma) return 0;
-    if (swin_engine_fp8_site(e, &w->fc2) || swin_engine_fp8_site(e, &w->fc1)) {
-        if (!swin_engine_fp8_site(e, &w->fc2) || !fp8_mlp_fused(e, w) || e->dt != SWIN_DT_F16 ||
-            !swin_gemm_post_ln_fp8_supports(T, hidden, C))
-            return 0;
-    } else if ((e->dt != SWIN_DT_F16 && e->dt != SWIN_DT_BF16) || !swin_gemm_post_ln_supports(e->dt, T, hidden, C) ||
-               (e->opt.mlp == SWIN_MLP_FUSED && !e->recording && mlp_one_kernel(e, T))) {
-        return 0;
-    }
-    return mode == 1 || swin_gemm_tma_wanted(T, C);
+    if (!e->post_ln) return 0;
+    const int ok = swin_engine_fp8_site(e, &w->fc2)
+                       ? fp8_mlp_fused(e, w) && swin_gemm_post_ln_fp8_supports(T, hidden, C)
+                       : !swin_engine_fp8_site(e, &w->fc1) && swin_gemm_post_ln_supports(e->dt, T, hidden, C) &&
+                             !(e->opt.mlp == SWIN_MLP_FUSED && !e->recording && mlp_one_kernel(e, T));
+    return ok && (e->post_ln == 1 || swin_gemm_tma_wanted(T, C));
 }
 
 /* V2: x += LN1(reverse(proj(attn(qkv(partition(x)))))); x += LN2(fc2(gelu(fc1(x)))) (rows as V1);
@@ -669,6 +661,11 @@ static swin_status setup(swin_engine *e) {
     /* and the rest of the attention half in its epilogue (attn_proj), opt-in as it is slower:
      * SWIN_ATTN_PROJ=1 where each cluster takes one window, =2 wherever the kernel takes the block */
     e->attn_proj = !e->attn_qkv ? 0 : swin_env_is("SWIN_ATTN_PROJ", "2") ? 2 : swin_env_on("SWIN_ATTN_PROJ", 0);
+    /* V2's norm2 in fc2's epilogue (fc2_post_ln; fp8 sessions compute in fp16): SWIN_FC2_POST_LN=0
+     * never, =1 at every size, by default where the TMA GEMM takes the layer */
+    e->post_ln = 0;
+    if (e->wgmma && e->m->cfg.version == 2 && (e->dt == SWIN_DT_F16 || e->dt == SWIN_DT_BF16))
+        e->post_ln = swin_env_is("SWIN_FC2_POST_LN", "1") ? 1 : swin_env_on("SWIN_FC2_POST_LN", 1) ? 2 : 0;
     SWIN_TRY(swin_arena_plan(e, NULL, &total));   /* host arithmetic: nothing on the device yet */
     /* the cuBLAS handles first: their device memory is gone from the free memory measured next
      * (else a batch said to fit could leave too little for them); the workspace comes later */
