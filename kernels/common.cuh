@@ -6,7 +6,7 @@
  * load_f / store_f          read/write one element of the session dtype as float
  * swin_gelu_erf             nn.GELU's exact form in fp32, the one formula of every GELU kernel
  *                           (cheaper forms with stated error bounds for the fused fc1 epilogues:
- *                           swin_gelu_erfc, swin_gelu_erf16)
+ *                           swin_gelu_erfc, swin_gelu_erf16; swin_gelu_e4m3x2 for E4M3 outputs)
  * swin_tf32_rna             float -> its TF32 value (nearest, ties away) as a float, low 13 bits
  *                           clear: the head of a 3xTF32 split (gemm_x3.cu, attention_tf32.cuh)
  * swin_e4m3                 float -> E4M3 byte, src/fp8.h's e4m3() (every FP8 quantising kernel)
@@ -126,6 +126,38 @@ __device__ __forceinline__ float swin_gelu_erf16(float x) {
     p = fmaf(p, t, 0.5f * -0.284496736f), p = fmaf(p, t, 0.5f * 0.254829592f);
     const float hq = p * t * swin_ex2_approx(x * x * -0.72134752044448170f);   /* erfc(a) / 2; -log2(e) / 2 */
     return x * (x >= 0.0f ? 1.0f - hq : hq);
+}
+
+/* Two GELUs scaled to E4M3 (byte 0: v0's), for FP8's fused fc1 where the output keeps 3 mantissa
+ * bits: e4m3(gelu(v) s) in f16x2 arithmetic, two outputs an instruction. v is rounded to fp16
+ * (saturating), a = |v|, Phi(-a) = 2^P(min(a, 6)) with P of degree 4 fitted to log2 Phi(-a) on
+ * [0, 6] (tools/gelu_fp8_fit.py: the coefficients, fp16; fit error 3.8e-3 in the exponent), and
+ * gelu(v) = max(v, 0) - a Phi(-a) (no cancellation: for v >= 0 the subtracted part is at most half),
+ * times s (fp16) and converted by the hardware (nearest even, saturating at 448). Past a = 6,
+ * Phi(-a) < 1e-9 is 0 in fp16, so v = -inf gives 0 (swin_gelu_erf16: NaN); zeros come out as +0
+ * where the exact GELU of a negative v gives -0 (the same zero to the GEMM that reads them).
+ * What it costs against e4m3(exact gelu(v) s), the script's emulation (every step rounded to fp16,
+ * ex2.approx.f16x2's error, 2^-9.9, at both signs): the error before the final rounding is at most
+ * 0.30 of the E4M3 step there for s up to 2048 (0.11 at s = 1, 0.20 at s = 64), so every byte is one
+ * of the two E4M3 values around the exact result; 0.9% (s = 1) to 2.2% (s = 2048) of them are
+ * the other one of the two. Larger s take swin_gelu_erf16 (the launchers check: fp8_gelu_h2_ok).
+ * On the H200 (tests/test_gpu_fp8.c test_fused_fc1_gelu, exact accumulators): 0.86% of the values
+ * the other one at s = 1, 1.07% at s = 48, as emulated (0.87%, 1.15%; the fp32 GELU: 0.001%, 0.005%).
+ * SASS (sm_90a): 13 instructions a pair (F2FP, 2 HMNMX2, 5 HFMA2, 2 MUFU.EX2.F16, PRMT, HMUL2, the
+ * E4M3 F2FP) against about 17 an output with swin_gelu_erf16, its scale and two conversions. */
+__device__ __forceinline__ uint16_t swin_gelu_e4m3x2(float v0, float v1, __half2 s) {
+    uint32_t hv, e;
+    asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;" : "=r"(hv) : "f"(v1), "f"(v0));   /* v1 in the high half */
+    const __half2 h = *reinterpret_cast<const __half2 *>(&hv);
+    const __half2 a = __habs2(h), ac = __hmin2(a, __float2half2_rn(6.0f));
+    __half2 p = __hfma2(__float2half2_rn(0.00149536133f), ac, __float2half2_rn(-0.0275878906f));
+    p = __hfma2(p, ac, __float2half2_rn(-0.504394531f));
+    p = __hfma2(p, ac, __float2half2_rn(-1.12207031f));
+    p = __hfma2(p, ac, __float2half2_rn(-1.00292969f));
+    asm("ex2.approx.f16x2 %0, %1;" : "=r"(e) : "r"(*reinterpret_cast<const uint32_t *>(&p)));
+    const __half2 q = *reinterpret_cast<const __half2 *>(&e);   /* Phi(-a) */
+    const __half2 o = __hmul2(__hfma2(__hneg2(a), q, __hmax2(h, __float2half2_rn(0.0f))), s);
+    return (uint16_t)__nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(o), __NV_SATFINITE, __NV_E4M3);
 }
 
 /* v over the quad of lanes that holds one row of an mma accumulator (lanes 4i .. 4i + 3) */

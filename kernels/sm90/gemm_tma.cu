@@ -655,8 +655,10 @@ extern "C" swin_status swin_gemm_tma_cuda(void *out, const void *in, const void 
 extern "C" swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
                                                   const float *col_scale, const void *bias, float out_inv, int M,
                                                   int K, int N, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_fp8_gelu_cuda";
     const Epi ep = {bias, col_scale, out_inv};
-    return launch<E4M3, FP8_GELU>("swin_gemm_tma_fp8_gelu_cuda", out_q, in_q, w_q, ep, M, K, N, st);
+    return fp8_gelu_h2_ok(out_inv) ? launch<E4M3, FP8_GELU_H2>(op, out_q, in_q, w_q, ep, M, K, N, st)
+                                   : launch<E4M3, FP8_GELU>(op, out_q, in_q, w_q, ep, M, K, N, st);
 }
 
 extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, const void *w, const void *bias,

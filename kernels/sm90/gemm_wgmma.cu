@@ -70,7 +70,8 @@
  * and the GELU + quantise pass (SWIN_FP8_FUSED_MLP=0), measured on the H200 (2026-11-26, Swin-T
  * fp8; no command recorded beyond SWIN_FP8_FUSED_MLP=0 against the default and --breakdown): batch
  * 256 fc1 + GELU + quantisation 2.51 ms against 1.68 + 2.01 (breakdown), end to end 10.20 against
- * 11.37 ms, 2.98 against 3.32 at batch 64, 0.78 against 0.84 at 8.
+ * 11.37 ms, 2.98 against 3.32 at batch 64, 0.78 against 0.84 at 8. Its GELU has since run in
+ * f16x2 arithmetic (FP8_GELU_H2; gemm_sm90.cuh, at fp8_gelu_h2_ok: why, and what it measured).
  * Test: tests/test_gpu_gemm.c (swin_gemm_wgmma_cuda directly, and through swin_linear_cuda),
  * tests/test_gpu_fp8.c (swin_gemm_wgmma_fp8_gelu_cuda against the host).
  */
@@ -109,7 +110,7 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
     swin_pdl_begin();
     typedef typename E::T T;
     constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
-    constexpr int OSZ = EPI == FP8_GELU ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
+    constexpr int OSZ = fp8_gelu<EPI>() ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
     extern __shared__ unsigned char smem_raw[];
     /* the pipeline's stages from a 1024-byte aligned shared address on (the swizzle's atoms) */
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -278,7 +279,8 @@ extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8
     if (swin_gemm_tma_wanted(M, N))
         return swin_gemm_tma_fp8_gelu_cuda(out_q, in_q, w_q, col_scale, bias, out_inv, M, K, N, st);
     const Epi ep = {bias, col_scale, out_inv};
-    return launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
+    return fp8_gelu_h2_ok(out_inv) ? launch<E4M3, FP8_GELU_H2>(out_q, in_q, w_q, ep, M, K, N, st)
+                                   : launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
 }
 
 extern "C" int swin_gemm_ln_fold_supports(swin_dtype dt, int C, int H) {
