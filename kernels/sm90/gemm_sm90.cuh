@@ -57,8 +57,9 @@ template <class E, int EPI>
 using OutT = typename std::conditional<EPI == POST_LN && E::ESZ == 1, __half, typename E::T>::type;
 
 /* FP8's fc1 takes FP8_GELU_H2 where swin_gelu_e4m3x2's error stays within 0.3 of an E4M3 step
- * (an output scale in [2^-14, 2048]: common.cuh) unless SWIN_FP8_GELU_H2=0 (read once, per file
- * that asks), which keeps FP8_GELU's fp32 GELU so that the two are measured in one run.
+ * (an output scale in [2^-14, 2048]: common.cuh) unless SWIN_FP8_GELU_H2=0 (read once: an inline
+ * function's static is one for the program), which keeps FP8_GELU's fp32 GELU so that the two are
+ * measured in one run. Both launchers ask (gemm_wgmma.cu's cp.async kernel, gemm_tma.cu's).
  * Why: the fp32 GELU's epilogue bound the kernel (its header); SASS of the TMA kernel's E4M3
  * epilogue, per output: about 18.5 instructions with it (6 FFMA, 6 FMUL, 2 MUFU, ...), 8 with
  * f16x2 (the kernel 3,568 -> 2,168 instructions). Measured (H200, 2026-11-29, tools/bench_ab.py
