@@ -64,6 +64,22 @@
  * FP8 (swin_linear_fp8_cuda): E4M3 A and B, fp16 C, D and bias, fp32 accumulation; A's and B's
  * scales are vectors (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: one per output channel, one per
  * input row), their pointers set on the cached descriptor before every call, as the bias's is.
+ * With the rows unscaled (in_scale NULL: the engine's sites, the input scale folded into the
+ * column scales) our persistent TMA kernel (sm90/gemm_tma.cu, E4M3 PLAIN / RESID) may take the
+ * layer: SWIN_GEMM_TMA_FP8=2 (default) times it against cuBLASLt's best candidate on the shape's
+ * first un-captured call and keeps the faster (p->own; a plan of one candidate is tuned for this
+ * too), 1 takes it wherever it can, 0 never. Why: cuBLASLt's FP8 GEMMs with vector scales were
+ * slower than its fp16 ones on some of Swin's shapes (H200, Swin-T batch 256, --breakdown, all
+ * blocks: stage-2 qkv 0.273 ms in fp8 against 0.234 in fp16), and these layers are bound by their
+ * fp16 outputs. Measured (H200, 2026-11-29, tools/bench_ab.py, two rounds, best medians, =0 / =1 /
+ * default): Swin-T fp8 batch 8 0.617 / 0.618 / 0.616 ms, 64 2.152 / 2.100 / 2.094, 256 7.410 /
+ * 7.341 / 7.263; SwinV2-T batch 8 0.684 / 0.678 / 0.679, 64 2.708 / 2.656 / 2.653, 256 9.815 /
+ * 9.658 / 9.655; Swin-B 384 batch 64 14.228 / 13.963 / 13.947. --breakdown, Swin-T batch 256, ms
+ * per stage for all blocks, =0 / =1: qkv 0.574 0.273 0.442 0.115 / 0.522 0.210 0.344 0.098; proj
+ * 0.216 0.120 0.192 0.050 / 0.211 0.105 0.164 0.047; fc2 + residual 0.329 0.197 0.386 0.112 /
+ * 0.320 0.213 0.351 0.111 (the default keeps stage 2's on cuBLASLt); merge reductions 0.133 /
+ * 0.113. The kernel keeps its sums in the FP8 accumulator (gemm.h); a full-size random Swin-T's
+ * fp8 verify error 7.8e-2 (=0), 8.5e-2 (=1 with SWIN_GEMM_TMA_MIN_TILES=0), 8.2e-2 (default).
  * Test: tests/test_gpu_gemm.c, tests/test_gpu_fp8.c (FP8).
  */
 #include <stdint.h>
@@ -110,6 +126,9 @@ typedef struct {
     int fused;                             /* a GELU layer our fused kernel takes (fused_kind): 1 runs it,
                                               0 cuBLASLt + the GELU pass (plan_tune decides with
                                               fused_tune; 1 until then) */
+    int own_ok;                            /* key: an FP8 call that sm90/gemm_tma.cu's kernel takes
+                                              (rows unscaled, fp8_own_ok) */
+    int own;                               /* ... 1 runs it, 0 cuBLASLt (plan_tune decides; 0 until then) */
 } gemm_plan;
 
 struct swin_gemm {
@@ -130,6 +149,10 @@ struct swin_gemm {
     int x3;                                /* SWIN_FP32 layers on sm90/gemm_x3.cu (3xTF32) where it can */
     int fused_tune;                        /* time fused_gelu's kernel against cuBLASLt + the GELU pass per
                                               shape and keep the faster (SWIN_GEMM_FUSED_TUNE=1, with tune) */
+    int fp8_own;                           /* FP8 layers on sm90/gemm_tma.cu: 0 never, 1 where it can,
+                                              2 where it can and was faster (SWIN_GEMM_TMA_FP8) */
+    const float *ones;                     /* n_ones device floats of 1: unscaled FP8 rows for cuBLASLt */
+    size_t n_ones;
     gemm_plan *plans;
     int n_plans, cap_plans;
 };
@@ -219,7 +242,7 @@ static swin_status plan_build(swin_gemm *g, gemm_plan *p, const void *bias) {
      * Swin's layers are too small for it and cuBLASLt's split-K shapes win) */
     p->x3 = g->x3 && (long long)((p->M + 63) / 64) * ((p->N + 127) / 128) >= 2LL * g->sms;
     p->fused = 1;
-    p->tuned = p->n_cand == 1 && !g->x3 && !g->fused_tune;
+    p->tuned = p->n_cand == 1 && !g->x3 && !g->fused_tune && !p->own_ok;   /* one candidate: nothing to time */
     cublasLtMatmulPreferenceDestroy(pref);
     return SWIN_OK;
 fail:
@@ -230,7 +253,7 @@ fail:
 
 static int plan_match(const gemm_plan *a, const gemm_plan *b) {
     return a->M == b->M && a->K == b->K && a->N == b->N && a->act == b->act && a->fp8 == b->fp8 &&
-           a->has_bias == b->has_bias && a->has_res == b->has_res &&
+           a->own_ok == b->own_ok && a->has_bias == b->has_bias && a->has_res == b->has_res &&
            memcmp(a->align, b->align, sizeof a->align) == 0;
 }
 
@@ -293,6 +316,12 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->tma_linear = g->wgmma && prec != SWIN_FP32 && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
     g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
     g->fused_tune = g->tune && swin_env_on("SWIN_GEMM_FUSED_TUNE", 0);
+    est = swin_env_int("SWIN_GEMM_TMA_FP8", 0, 2, 2, "FP8 layers on the TMA kernel (0, 1, 2)", &g->fp8_own);
+    if (est != SWIN_OK) {
+        free(g);
+        return est;
+    }
+    if (!g->wgmma || prec != SWIN_FP16) g->fp8_own = 0;   /* FP8 handles are fp16 ones */
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -330,6 +359,10 @@ swin_status swin_gemm_set_workspace(swin_gemm *g, void *workspace, size_t ws_byt
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
     return SWIN_OK;
+}
+
+void swin_gemm_set_ones(swin_gemm *g, const float *ones, size_t n) {
+    if (g) g->ones = ones, g->n_ones = ones ? n : 0;
 }
 
 void swin_gemm_set_fused_gelu(swin_gemm *g, int fused) {
@@ -387,10 +420,16 @@ typedef struct {
     const void *in, *w, *bias, *res;
     cudaStream_t st;
     int fused_kind;                        /* call_fused's kernel (fused_kind) */
+    const float *col_scale;                /* call_own: an FP8 layer's column scales */
 } tune_call;
 static int call_gelu(void *v) {
     const tune_call *t = v;
     return swin_gelu_cuda(t->d, NULL, (size_t)t->p->M * t->p->N, t->g->dt, t->st) == SWIN_OK;
+}
+static int call_own(void *v) {
+    const tune_call *t = v;
+    return swin_gemm_wgmma_linear_fp8_cuda(t->d, t->in, t->w, t->col_scale, t->bias, t->res, t->p->M, t->p->K,
+                                           t->p->N, t->st) == SWIN_OK;
 }
 static int call_x3(void *v) {
     const tune_call *t = v;
@@ -419,13 +458,22 @@ static int call_fused(void *v) {
     return fused_run(t->fused_kind, t->g, t->d, t->in, t->w, t->bias, t->p->M, t->p->K, t->p->N, t->st) == SWIN_OK;
 }
 
+/* after timing one of our kernels: a fault is an error naming what was timed and the shape */
+static swin_status tune_sync(cudaStream_t st, const char *what, const gemm_plan *p) {
+    cudaError_t ce = cudaStreamSynchronize(st);
+    if (ce != cudaSuccess)
+        return swin_fail(SWIN_ERR_CUDA, "%s, M %d K %d N %d: %s", what, p->M, p->K, p->N, cudaGetErrorString(ce));
+    return SWIN_OK;
+}
+
 /* Time p's candidates on the real inputs into a temporary D; keep the fastest in p->algo. With
  * x3_ok (a SWIN_FP32 layer that sm90/gemm_x3.cu takes) also time that kernel against the best
  * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
  * p->x3; with fused (a GELU layer that fused_kind's kernel takes, and g->fused_tune) likewise that
- * kernel, into p->fused. Skipped (retried on a later call) while the stream is being captured. */
+ * kernel, into p->fused; with own_cs (an FP8 layer of p->own_ok: its column scales) the TMA
+ * kernel, into p->own. Skipped (retried on a later call) while the stream is being captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
-                             const void *bias, int x3_ok, int fused, cudaStream_t st) {
+                             const void *bias, int x3_ok, int fused, const float *own_cs, cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
@@ -473,28 +521,24 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
     }
     p->algo = p->cand[best_i];
     if (x3_ok) {
-        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0};
+        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0, NULL};
         const float gelu = p->act == SWIN_ACT_GELU ? time_calls(call_gelu, &tc, GEMM_TUNE_REPS, st, e0, e1) : 0.0f;
         const float x3 = time_calls(call_x3, &tc, GEMM_TUNE_REPS, st, e0, e1);
-        cudaError_t ce = cudaStreamSynchronize(st);
-        if (ce != cudaSuccess) {
-            st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: tuning the 3xTF32 kernel, M %d K %d N %d: %s", p->M, p->K,
-                            p->N, cudaGetErrorString(ce));
-            goto done;
-        }
+        if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the 3xTF32 kernel", p)) != SWIN_OK) goto done;
         if (x3 >= 0.0f && gelu >= 0.0f) p->x3 = best < 0.0f || x3 < best + gelu;
     }
     if (fused) {
-        tune_call tc = {g, p, d, in, w, bias, NULL, st, fused};
+        tune_call tc = {g, p, d, in, w, bias, NULL, st, fused, NULL};
         const float gelu = time_calls(call_gelu, &tc, GEMM_TUNE_REPS, st, e0, e1);
         const float fz = time_calls(call_fused, &tc, GEMM_TUNE_REPS, st, e0, e1);
-        cudaError_t ce = cudaStreamSynchronize(st);
-        if (ce != cudaSuccess) {
-            st_ = swin_fail(SWIN_ERR_CUDA, "swin_linear_cuda: tuning the fused GELU kernel, M %d K %d N %d: %s", p->M,
-                            p->K, p->N, cudaGetErrorString(ce));
-            goto done;
-        }
+        if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the fused GELU kernel", p)) != SWIN_OK) goto done;
         if (fz >= 0.0f && gelu >= 0.0f) p->fused = best < 0.0f || fz <= best + gelu;
+    }
+    if (own_cs) {   /* the TMA kernel writes d, reading the residual from c as cuBLASLt does */
+        tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0, own_cs};
+        const float ms = time_calls(call_own, &tc, GEMM_TUNE_REPS, st, e0, e1);
+        if ((st_ = tune_sync(st, "swin_linear_fp8_cuda: tuning the TMA kernel", p)) != SWIN_OK) goto done;
+        p->own = ms >= 0.0f && (best < 0.0f || ms < best);
     }
 done:
     if (e0) cudaEventDestroy(e0);
@@ -516,7 +560,7 @@ static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *ou
                                                        sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, st));
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, NULL, st));
     *ran_own = 1;
     if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
     if (x3_ok && p->x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
@@ -571,7 +615,9 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
 }
 
 /* out [M, N] = (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual):
- * E4M3 operands, fp16 bias/residual/out, fp32 accumulation (gemm.h). */
+ * E4M3 operands, fp16 bias/residual/out, fp32 accumulation (gemm.h). in_scale NULL: rows
+ * unscaled, which cuBLASLt reads from the handle's ones (swin_gemm_set_ones), and then our TMA
+ * kernel may take the layer instead (fp8_own_ok). */
 swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in_scale, const uint8_t *w_q,
                                  const float *w_scale, const void *bias, const void *residual, int M, int K, int N,
                                  swin_gemm *g, cudaStream_t st) {
@@ -585,18 +631,37 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
     const void *ptrs[7] = {out, in_q, in_scale, w_q, w_scale, bias, residual};
     static const char *const names[7] = {"out", "in_q", "in_scale", "w_q", "w_scale", "bias", "residual"};
     for (int i = 0; i < 7; i++) {
-        if (!ptrs[i] && i < 5) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
+        if (!ptrs[i] && i < 5 && i != 2) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
         if (ptrs[i] && (uintptr_t)ptrs[i] % 16)
             return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s (%p) is not aligned to 16 bytes", op, names[i], ptrs[i]);
     }
+    const float *rows = in_scale ? in_scale : g->ones;
+    if (!in_scale && (!g->ones || g->n_ones < (size_t)M))
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: in_scale is NULL (rows unscaled) but the handle has %zu ones for "
+                         "%d rows (swin_gemm_set_ones)", op, g->n_ones, M);
+    /* our kernel: where it takes the call with rows unscaled, always (SWIN_GEMM_TMA_FP8=1, or
+     * SWIN_GEMM_TMA_LINEAR=1 as the tests run it) or where it was faster than cuBLASLt's best (2) */
+    const int own_ok = !in_scale && g->fp8_own &&
+                       swin_gemm_wgmma_linear_fp8_supports(M, K, N, out, in_q, w_q, w_scale, bias, residual);
+    if (own_ok && (g->fp8_own == 1 || g->tma_linear))
+        return swin_gemm_wgmma_linear_fp8_cuda(out, in_q, w_q, w_scale, bias, residual, M, K, N, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, SWIN_ACT_NONE, out, in_q, w_q, bias, residual);
     key.fp8 = 1;
+    key.own_ok = own_ok;
     SWIN_TRY(plan_get(g, &key, bias, &p));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
                                                    sizeof w_scale));
-    SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in_scale,
-                                                   sizeof in_scale));
+    SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &rows,
+                                                   sizeof rows));
+    if (own_ok) {
+        if (bias)
+            SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                           sizeof bias));
+        if (!p->tuned && g->tune)
+            SWIN_TRY(plan_tune(g, p, w_q, in_q, p->has_res ? residual : out, bias, 0, 0, w_scale, st));
+        if (p->own) return swin_gemm_wgmma_linear_fp8_cuda(out, in_q, w_q, w_scale, bias, residual, M, K, N, st);
+    }
     int ran_own = 0;
     return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, st, &ran_own);
 }

@@ -42,6 +42,9 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
  * where wgmma runs (faster there; mma.sync alone is slower); both stay selectable so that the two
  * are measured in one run (`--mlp`). */
 void swin_gemm_set_fused_gelu(swin_gemm *g, int fused);
+/* n device floats of 1 for FP8 calls with unscaled rows (swin_linear_fp8_cuda, in_scale NULL);
+ * they must stay allocated while the handle makes such calls */
+void swin_gemm_set_ones(swin_gemm *g, const float *ones, size_t n);
 
 /* The tensor-core GEMM itself (kernels/gemm_mma.cu): out [M, N] = act(in [M, K] @ w [N, K]^T +
  * bias [N]) for fp16 / bf16, fp32 accumulation, act none or GELU (erf); bias may be NULL. */
@@ -81,6 +84,20 @@ int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const vo
                                     const void *bias, const void *residual);
 swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
                                         const void *residual, int M, int K, int N, swin_dtype dt, cudaStream_t st);
+/* An FP8 site's linear layer on the same kernel (E4M3 operands, fp16 out and bias, fp32 column
+ * scales), swin_linear_fp8_cuda with row scales of 1 (in_scale NULL):
+ *   out [M, N] = (in_q [M, K] @ w_q [N, K]^T) * col_scale [N] + bias [N] (+ residual [M, N], may be out)
+ * swin_linear_fp8_cuda takes it per shape (kernels/gemm.c: timed against cuBLASLt's on the
+ * shape's first call, or as SWIN_GEMM_TMA_FP8 says) where swin_gemm_wgmma_linear_fp8_supports says
+ * yes: Hopper with TMA, K a multiple of 16 and N of 8, M x K, M x N and N x K below 2^31, out,
+ * in_q, w_q and the residual 16-byte aligned, col_scale 8, bias 4, out and the residual apart
+ * from the inputs, an output of 2 x SMs tiles or more (swin_gemm_tma_wanted); the call returns
+ * SWIN_ERR_UNSUPPORTED where that says no. */
+int swin_gemm_wgmma_linear_fp8_supports(int M, int K, int N, const void *out, const void *in_q, const void *w_q,
+                                        const float *col_scale, const void *bias, const void *residual);
+swin_status swin_gemm_wgmma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                            const void *bias, const void *residual, int M, int K, int N,
+                                            cudaStream_t st);
 /* V1's norm2 folded into the GEMMs around it (Hopper, the persistent TMA kernel of
  * kernels/sm90/gemm_tma.cu at any size; fp16 / bf16; the engine's SWIN_LN_FOLD=1, opt-in):
  *   proj_scatter: x [T, C] at token_src(r) += win [rows, C] @ w [C, C]^T + bias [C] for the window
@@ -168,7 +185,14 @@ swin_status swin_gemm_x3_cuda(float *out, const float *in, const float *w, const
 /* FP8 (compute capability 8.9+; a handle made for SWIN_FP16): out [M, N] fp16 =
  * (in_q [M, K] @ w_q [N, K]^T) * w_scale[n] * in_scale[m] + bias [N] (+ residual [M, N], may alias
  * out), in_q and w_q E4M3 bytes, w_scale [N] and in_scale [M] fp32 device vectors (cuBLASLt's
- * outer-vector scaling), fp32 accumulation. K and N multiples of 16, pointers 16-byte aligned. */
+ * outer-vector scaling), fp32 accumulation. K and N multiples of 16, pointers 16-byte aligned.
+ * in_scale NULL: rows unscaled (cuBLASLt then reads the handle's ones, swin_gemm_set_ones, at
+ * least M of them); then on Hopper the persistent TMA kernel (swin_gemm_wgmma_linear_fp8_cuda)
+ * may run the layer instead, as SWIN_GEMM_TMA_FP8 says (read at swin_gemm_create): 0 never, 1
+ * wherever it takes the shape, 2 (default) where it also was faster than cuBLASLt's best
+ * candidate on the shape's first un-captured call (with SWIN_GEMM_TUNE=0: never); where it runs,
+ * its sums stay in the tensor cores' FP8 accumulator for the whole K (about 14 bits relative to
+ * the sum of |terms|; cuBLASLt promotes them to fp32 as it goes). */
 swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in_scale, const uint8_t *w_q,
                                  const float *w_scale, const void *bias, const void *residual, int M, int K, int N,
                                  swin_gemm *g, cudaStream_t st);

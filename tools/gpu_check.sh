@@ -21,7 +21,8 @@
 #      that with V1's window partition and norm1 inside it too (SWIN_ATTN_GATHER=1; V2 gathers by default),
 #      and with proj, the residual and the norm after it in the same kernel (SWIN_ATTN_PROJ=2: opt-in),
 #      and fp16 / bf16 with SwinV2's norm2 in fc2's epilogue (SWIN_FC2_POST_LN=1: at batch 4 the
-#      default does not fuse it)
+#      default does not fuse it), and fp8 as is, with every FP8 linear layer on cuBLASLt
+#      (SWIN_GEMM_TMA_FP8=0) and with every one on the persistent TMA kernel (=1, at every size)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
 #      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_attention_proj, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold, test_gpu_post_ln,
 #      test_gpu_preprocess,
@@ -237,7 +238,10 @@ full_variants=("fp16|--precision fp16" "bf16|--precision bf16" "tf32|--precision
                "fp16 gathered partition|SWIN_ATTN_GATHER=1 SWIN_ATTN_QKV=2 --precision fp16"
                "fp16 attention half one kernel|SWIN_ATTN_PROJ=2 SWIN_ATTN_QKV=2 --precision fp16"
                "fp16 fc2 post-norm epilogue|SWIN_FC2_POST_LN=1 --precision fp16"
-               "bf16 fc2 post-norm epilogue|SWIN_FC2_POST_LN=1 --precision bf16")
+               "bf16 fc2 post-norm epilogue|SWIN_FC2_POST_LN=1 --precision bf16"
+               "fp8|--precision fp8"
+               "fp8 linear layers on cuBLASLt|SWIN_GEMM_TMA_FP8=0 --precision fp8"
+               "fp8 linear layers on the TMA kernel|SWIN_GEMM_TMA_FP8=1 SWIN_GEMM_TMA_MIN_TILES=0 --precision fp8")
 if [ $dry = 0 ] && [ $run_verify = 1 ] && [ $build_ok = 1 ]; then
   step "full-size models"
   for arch in swin_tiny_patch4_window7_224 swinv2_tiny_window8_256 swin_base_patch4_window12_384; do

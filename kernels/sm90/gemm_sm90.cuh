@@ -6,6 +6,7 @@
  *   wgmma_64x128_p<E>       the same, or d = A B^T where acc is 0 (d unread: no zeroing needed)
  *   Epi, PLAIN/GELU/FP8_GELU/RESID  the epilogue: + bias (16-bit: then the erf GELU, or + the
  *                           residual staged at the output's place: RESID, gemm_tma.cu only);
+ *                           E4M3 PLAIN / RESID: fp16 out, scale per column, bias (gemm_tma.cu);
  *                           FP8: scale per column, bias, GELU, times out_inv, to E4M3 (the GELU
  *                           in fp32, or in f16x2: FP8_GELU_H2, fp8_gelu_h2_ok);
  *                           SCATTER / LN_GELU (gemm_tma.cu only): proj written back to the image
@@ -41,7 +42,9 @@ struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storag
  * acc already normalised by the caller, then + bias[n] (fp32) and the GELU; col_scale: fp32
  * column sums, which the caller uses, not epi_store); POST_LN (16-bit out: the residual staged
  * as RESID's, + LN(acc + bias[n]) over the tile's row, gemm_tma_fold.cuh post_ln_stats; with E4M3
- * operands fp16 out and LN(acc * col_scale[n] + bias[n]), bias fp16, as FP8_GELU's) */
+ * operands fp16 out and LN(acc * col_scale[n] + bias[n]), bias fp16, as FP8_GELU's). PLAIN and
+ * RESID on E4M3 operands (gemm_tma.cu only): fp16 out, acc * col_scale[n] + bias[n] (+ the
+ * residual), bias fp16: an FP8 site's linear layer as cuBLASLt's with row scales of 1 */
 enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5, POST_LN = 6, FP8_GELU_H2 = 7 };
 template <int EPI> constexpr bool fp8_gelu() { return EPI == FP8_GELU || EPI == FP8_GELU_H2; }
 struct Epi {
@@ -49,12 +52,13 @@ struct Epi {
     const float *col_scale;
     float out_inv;
 };
-/* output bytes an element, and its type (POST_LN on E4M3 operands: fp16) */
+/* output bytes an element, and its type (E4M3 operands: E4M3 out for the fused fc1, else fp16) */
+template <class E, int EPI> constexpr bool f16_out() { return E::ESZ == 1 && !fp8_gelu<EPI>(); }
 template <class E, int EPI> constexpr int out_size() {
-    return fp8_gelu<EPI>() ? 1 : EPI == POST_LN && E::ESZ == 1 ? 2 : E::ESZ;
+    return fp8_gelu<EPI>() ? 1 : f16_out<E, EPI>() ? 2 : E::ESZ;
 }
 template <class E, int EPI>
-using OutT = typename std::conditional<EPI == POST_LN && E::ESZ == 1, __half, typename E::T>::type;
+using OutT = typename std::conditional<f16_out<E, EPI>(), __half, typename E::T>::type;
 
 /* FP8's fc1 takes FP8_GELU_H2 where swin_gelu_e4m3x2's error stays within 0.3 of an E4M3 step
  * (an output scale in [2^-14, 2048]: common.cuh) unless SWIN_FP8_GELU_H2=0 (read once: an inline
@@ -121,7 +125,7 @@ __device__ __forceinline__ void epi_coeffs(const Epi &ep, int col, int N, float2
     typedef typename E::T T;
     b = make_float2(0.0f, 0.0f), cs = make_float2(1.0f, 1.0f);   /* pairs: 4/8-byte aligned */
     if (col >= N) return;
-    if constexpr (fp8_gelu<EPI>() || (EPI == POST_LN && E::ESZ == 1)) {
+    if constexpr (E::ESZ == 1) {   /* E4M3 operands: fp16 bias, fp32 column scales */
         if (ep.bias) b = unpack2<__half>(*reinterpret_cast<const uint32_t *>((const __half *)ep.bias + col));
         cs = *reinterpret_cast<const float2 *>(ep.col_scale + col);
     } else if constexpr (EPI == LN_GELU) {   /* fp32 bias and column sums */
@@ -149,7 +153,7 @@ __device__ __forceinline__ float2 epi_pair(float a0, float a1, float2 b, float2 
  * read from p in fp32 (RESID), rounded once to the output type (2, 4 or 8 bytes) */
 template <class E, int EPI>
 __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, float2 b, float2 cs, const Epi &ep) {
-    typedef typename E::T T;
+    typedef OutT<E, EPI> T;
     if constexpr (EPI == FP8_GELU_H2) {   /* the GELU and the scaling in f16x2 (swin_gelu_e4m3x2) */
         *reinterpret_cast<uint16_t *>(p) = swin_gelu_e4m3x2(fmaf(a0, cs.x, b.x), fmaf(a1, cs.y, b.y),
                                                             __float2half2_rn(ep.out_inv));
@@ -157,15 +161,15 @@ __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, 
         const float2 v = epi_pair<E, EPI>(a0, a1, b, cs);
         float v0 = v.x, v1 = v.y;
         if constexpr (EPI == RESID) {
-            static_assert(E::ESZ == 2 || E::ESZ == 4, "RESID: 16-bit or fp32 outputs");
+            static_assert(out_size<E, EPI>() == 2 || out_size<E, EPI>() == 4, "RESID: 16-bit or fp32 outputs");
             float2 r;
-            if constexpr (E::ESZ == 4) r = *reinterpret_cast<const float2 *>(p);
+            if constexpr (out_size<E, EPI>() == 4) r = *reinterpret_cast<const float2 *>(p);
             else r = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
             v0 += r.x, v1 += r.y;
         }
         if constexpr (EPI == FP8_GELU)
             *reinterpret_cast<uint16_t *>(p) = (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
-        else if constexpr (E::ESZ == 4)
+        else if constexpr (out_size<E, EPI>() == 4)
             *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
         else
             *reinterpret_cast<uint32_t *>(p) = pack2<T>(v0, v1);

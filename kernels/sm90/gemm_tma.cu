@@ -4,6 +4,8 @@
  *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     fp16 / bf16 / fp32 as TF32 (act: none, GELU)
  *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
  *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)   fp16 / bf16 / TF32 (RESID)
+ *   out [M, N] = (in_q @ w_q^T) * col_scale [N] + bias (+ residual)   E4M3 in, fp16 out (PLAIN, RESID:
+ *                                                                  FP8 sites, kernels/gemm.c)
  *   x [M, N] += LN(in @ w^T (* col_scale) + bias), N <= 128          fp16 / bf16 / E4M3 in (POST_LN,
  *                                                                  gemm_tma_fold.cuh)
  *
@@ -83,9 +85,11 @@
  * clusters below). --verify of a random full-size Swin-T in tf32 against timm: 7.0e-4 both ways.
  * SWIN_GEMM_TMA_LINEAR=1 (below) in tf32: 18.834 / 18.676 ms, slower, as in 16 bits (qkv 2.84
  * against cuBLASLt's 2.66 ms, fc2 + residual 4.14 against 3.18).
- * The linear layers without GELU (qkv, proj, fc2 + residual, the reductions: RESID or PLAIN)
- * take it only with SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c): on Swin's shapes cuBLASLt is
- * faster. H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
+ * The 16-bit and TF32 linear layers without GELU (qkv, proj, fc2 + residual, the reductions:
+ * RESID or PLAIN) take it only with SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c): on Swin's shapes
+ * cuBLASLt is faster. The FP8 ones (E4M3 in, fp16 out) take it where it was faster than
+ * cuBLASLt's FP8 GEMM on the shape's first call (SWIN_GEMM_TMA_FP8, kernels/gemm.c, which has
+ * the measurements: 2% end to end at Swin-T's batch 64 and 256). H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
  * qkv 1.445 / 1.612 (stage 1, K 96, N 288: 0.521 / 0.670, a third of each tile's columns past
  * N), proj 0.661 / 0.637, fc2 + residual 1.803 / 1.971 (stage 3, K 1536: 0.636 / 0.712, the
  * mainloop of one 128 x 128 tile at a time short of cuBLASLt's), end to end 24,160 / 23,320
@@ -424,7 +428,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_in, const __grid_constan
                                 sc = make_float2(rs[mi][h], rs[mi][h]);
                             }
                             const float2 w2 = epi_pair<E, EPI>(d[mi][i], d[mi][i + 1], bb, sc);
-                            v[t] = pack2<typename E::T>(w2.x, w2.y);
+                            v[t] = pack2<OutT<E, EPI>>(w2.x, w2.y);
                         }
                         const int row = 64 * mi + wq * 16 + 8 * (mt & 1) + (lane & 7);
                         const uint32_t addr = my_out + (jn0 >> 3) * (RW * 128) + row * 128 + ((((jn0 & 7) ^ q)) << 4);
@@ -674,6 +678,15 @@ extern "C" swin_status swin_gemm_tma_linear_cuda(void *out, const void *in, cons
     if (dt == SWIN_DT_BF16) return launch<BF16, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     if (dt == SWIN_DT_F32) return launch<TF32, RESID>(op, out, in, w, ep, M, K, N, st, residual);
     return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
+}
+
+extern "C" swin_status swin_gemm_tma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q,
+                                                     const float *col_scale, const void *bias, const void *residual,
+                                                     int M, int K, int N, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_linear_fp8_cuda";
+    const Epi ep = {bias, col_scale, 1.0f};
+    if (!residual) return launch<E4M3, PLAIN>(op, out, in_q, w_q, ep, M, K, N, st);
+    return launch<E4M3, RESID>(op, out, in_q, w_q, ep, M, K, N, st, residual);
 }
 
 extern "C" swin_status swin_gemm_tma_post_ln_cuda(void *x, const void *in, const void *w, const void *bias,

@@ -37,6 +37,10 @@ swin_status swin_gemm_tma_proj_scatter_cuda(void *x, float *part, const void *wi
 swin_status swin_gemm_tma_ln_gelu_cuda(void *out, const void *x, const float *part, const void *w_fold,
                                        const float *colsum, const float *b_fold, int T, int C, int H, float eps,
                                        swin_dtype dt, cudaStream_t st);
+/* E4M3 in, fp16 out: out = (in_q @ w_q^T) * col_scale [N] + bias [N] (+ residual [M, N], may be out;
+ * gemm.h swin_gemm_wgmma_linear_fp8_cuda, which checks) */
+swin_status swin_gemm_tma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                          const void *bias, const void *residual, int M, int K, int N, cudaStream_t st);
 /* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv) (gemm.h) */
 swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
                                         const void *bias, float out_inv, int M, int K, int N, cudaStream_t st);

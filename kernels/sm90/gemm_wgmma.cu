@@ -256,6 +256,31 @@ extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, co
     return swin_gemm_tma_linear_cuda(out, in, w, bias, residual, M, K, N, dt, st);
 }
 
+extern "C" int swin_gemm_wgmma_linear_fp8_supports(int M, int K, int N, const void *out, const void *in_q,
+                                                   const void *w_q, const float *col_scale, const void *bias,
+                                                   const void *residual) {
+    return M > 0 && K > 0 && N > 0 && K % 16 == 0 && N % 8 == 0 && (long long)M * K < INT_MAX &&
+           (long long)M * N < INT_MAX && (long long)N * K < INT_MAX && col_scale &&
+           !(((uintptr_t)out | (uintptr_t)in_q | (uintptr_t)w_q | (uintptr_t)residual) & 15u) &&
+           !((uintptr_t)col_scale & 7u) && !((uintptr_t)bias & 3u) && out != in_q && out != w_q &&
+           residual != in_q && residual != w_q && swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+}
+
+extern "C" swin_status swin_gemm_wgmma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q,
+                                                       const float *col_scale, const void *bias, const void *residual,
+                                                       int M, int K, int N, cudaStream_t st) {
+    static const char op[] = "swin_gemm_wgmma_linear_fp8_cuda";
+    if (!out || !in_q || !w_q || !col_scale)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: out, in_q, w_q and col_scale must not be NULL", op);
+    if (!swin_gemm_wgmma_linear_fp8_supports(M, K, N, out, in_q, w_q, col_scale, bias, residual))
+        return swin_fail(SWIN_ERR_UNSUPPORTED,
+                         "%s: needs a GPU of compute capability 9.0 with TMA, K a multiple of 16 and N of 8, M x K, "
+                         "M x N and N x K below 2^31, out, in_q, w_q and the residual 16-byte aligned, col_scale 8, "
+                         "bias 4, out and the residual apart from the inputs, and an output of enough 128 x 128 tiles "
+                         "for the persistent kernel (M %d, K %d, N %d)", op, M, K, N);
+    return swin_gemm_tma_linear_fp8_cuda(out, in_q, w_q, col_scale, bias, residual, M, K, N, st);
+}
+
 extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
                                                     const float *col_scale, const void *bias, float out_inv, int M,
                                                     int K, int N, cudaStream_t st) {

@@ -296,7 +296,7 @@ static swin_status mlp(swin_engine *e, void *out, const void *in, const swin_dbl
             OP(GEMM, fc2_name, swin_gemm_wgmma_post_ln_fp8_cuda(out, hq, w->fc2.q, w->fc2.wsx, w->fc2.b, post->w, post->b,
                                                                 eps, T, hidden, C, e->stream));
         else
-            OP(GEMM, fc2_name, swin_linear_fp8_cuda(out, hq, e->ones, w->fc2.q, w->fc2.wsx, w->fc2.b, residual, T,
+            OP(GEMM, fc2_name, swin_linear_fp8_cuda(out, hq, NULL, w->fc2.q, w->fc2.wsx, w->fc2.b, residual, T,
                                                     hidden, C, e->gemm, e->stream));
         return SWIN_OK;
     }
@@ -684,6 +684,7 @@ static swin_status setup(swin_engine *e) {
     e->arena_bytes = total;
     SWIN_TRY(swin_arena_plan(e, e->arena, &total));
     SWIN_TRY(swin_gemm_set_workspace(e->gemm, e->gemm_ws, e->gemm_ws_bytes));
+    swin_gemm_set_ones(e->gemm, e->ones, e->n_ones);   /* FP8 sites' unscaled rows (arena: filled by the upload) */
     return swin_arena_upload(e);
 }
 

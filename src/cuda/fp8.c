@@ -3,7 +3,9 @@
  *
  * A site whose K and N are multiples of 16 runs on cuBLASLt's FP8 tensor cores
  * (swin_linear_fp8_cuda): E4M3 weights with their per-channel scale vector wsx = ws * s (the
- * input scale s folded in), E4M3 input with a vector of ones as its row scales. Any other site
+ * input scale s folded in), E4M3 input with its rows unscaled (in_scale NULL: cuBLASLt reads
+ * e->ones, given to the handle at setup; on Hopper the persistent TMA kernel takes a shape where
+ * it is faster, kernels/gemm.c). Any other site
  * (the small test models' 8-channel stages) runs a 16-bit GEMM on the same E4M3 values: weights
  * q * ws and input e4m3(x / s) * s rounded to fp16, which differs from the FP8 GEMM by fp16's
  * rounding of those products (2^-11 relative), far inside E4M3's own error.
@@ -47,7 +49,7 @@ swin_status swin_engine_quantize(swin_engine *e, const void *in, const swin_dlin
 swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, const void *residual, int M) {
     if (!swin_dlin_fp8_gemm(w))
         return swin_linear_cuda(out, e->q8, w->deq, w->b, residual, M, w->K, w->N, SWIN_ACT_NONE, e->gemm, e->stream);
-    return swin_linear_fp8_cuda(out, (const uint8_t *)e->q8, e->ones, w->q, w->wsx, w->b, residual, M, w->K, w->N,
+    return swin_linear_fp8_cuda(out, (const uint8_t *)e->q8, NULL, w->q, w->wsx, w->b, residual, M, w->K, w->N,
                                 e->gemm, e->stream);
 }
 
