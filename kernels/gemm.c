@@ -126,8 +126,8 @@ typedef struct {
     int fused;                             /* a GELU layer our fused kernel takes (fused_kind): 1 runs it,
                                               0 cuBLASLt + the GELU pass (plan_tune decides with
                                               fused_tune; 1 until then) */
-    int own_ok;                            /* key: an FP8 call that sm90/gemm_tma.cu's kernel takes
-                                              (rows unscaled, fp8_own_ok) */
+    int own_ok;                            /* key: a call that sm90/gemm_tma.cu's kernel takes (a layer
+                                              without GELU; FP8: rows unscaled) and may be timed for */
     int own;                               /* ... 1 runs it, 0 cuBLASLt (plan_tune decides; 0 until then) */
 } gemm_plan;
 
@@ -145,7 +145,8 @@ struct swin_gemm {
     int fused_gelu;                        /* 16-bit GELU layers on gemm_mma.cu where it can */
     int wgmma;                             /* ... its large tiles on sm90/gemm_wgmma.cu (Hopper) */
     int sms;                               /* the GPU's multiprocessors, when wgmma */
-    int tma_linear;                        /* 16-bit / TF32 layers without GELU on sm90/gemm_tma.cu where it can */
+    int tma_linear;                        /* 16-bit / TF32 layers without GELU on sm90/gemm_tma.cu where it
+                                              can: 0 never, 1 always, 2 where faster (SWIN_GEMM_TMA_LINEAR) */
     int x3;                                /* SWIN_FP32 layers on sm90/gemm_x3.cu (3xTF32) where it can */
     int fused_tune;                        /* time fused_gelu's kernel against cuBLASLt + the GELU pass per
                                               shape and keep the faster (SWIN_GEMM_FUSED_TUNE=1, with tune) */
@@ -313,7 +314,12 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     }
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
-    g->tma_linear = g->wgmma && prec != SWIN_FP32 && swin_env_on("SWIN_GEMM_TMA_LINEAR", 0);
+    est = swin_env_int("SWIN_GEMM_TMA_LINEAR", 0, 2, 0, "linear layers on the TMA kernel (0, 1, 2)", &g->tma_linear);
+    if (est != SWIN_OK) {
+        free(g);
+        return est;
+    }
+    if (!g->wgmma || prec == SWIN_FP32) g->tma_linear = 0;
     g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
     g->fused_tune = g->tune && swin_env_on("SWIN_GEMM_FUSED_TUNE", 0);
     est = swin_env_int("SWIN_GEMM_TMA_FP8", 0, 2, 2, "FP8 layers on the TMA kernel (0, 1, 2)", &g->fp8_own);
@@ -420,7 +426,7 @@ typedef struct {
     const void *in, *w, *bias, *res;
     cudaStream_t st;
     int fused_kind;                        /* call_fused's kernel (fused_kind) */
-    const float *col_scale;                /* call_own: an FP8 layer's column scales */
+    const float *col_scale;                /* call_own: an FP8 layer's column scales (NULL: 16-bit / TF32) */
 } tune_call;
 static int call_gelu(void *v) {
     const tune_call *t = v;
@@ -428,6 +434,9 @@ static int call_gelu(void *v) {
 }
 static int call_own(void *v) {
     const tune_call *t = v;
+    if (!t->col_scale)
+        return swin_gemm_wgmma_linear_cuda(t->d, t->in, t->w, t->bias, t->res, t->p->M, t->p->K, t->p->N, t->g->dt,
+                                           t->st) == SWIN_OK;
     return swin_gemm_wgmma_linear_fp8_cuda(t->d, t->in, t->w, t->col_scale, t->bias, t->res, t->p->M, t->p->K,
                                            t->p->N, t->st) == SWIN_OK;
 }
@@ -470,10 +479,12 @@ static swin_status tune_sync(cudaStream_t st, const char *what, const gemm_plan 
  * x3_ok (a SWIN_FP32 layer that sm90/gemm_x3.cu takes) also time that kernel against the best
  * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
  * p->x3; with fused (a GELU layer that fused_kind's kernel takes, and g->fused_tune) likewise that
- * kernel, into p->fused; with own_cs (an FP8 layer of p->own_ok: its column scales) the TMA
- * kernel, into p->own. Skipped (retried on a later call) while the stream is being captured. */
+ * kernel, into p->fused; with own (a layer of p->own_ok; own_cs: an FP8 layer's column scales)
+ * the TMA kernel, into p->own. Skipped (retried on a later call) while the stream is being
+ * captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
-                             const void *bias, int x3_ok, int fused, const float *own_cs, cudaStream_t st) {
+                             const void *bias, int x3_ok, int fused, int own, const float *own_cs,
+                             cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
@@ -534,10 +545,10 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
         if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the fused GELU kernel", p)) != SWIN_OK) goto done;
         if (fz >= 0.0f && gelu >= 0.0f) p->fused = best < 0.0f || fz <= best + gelu;
     }
-    if (own_cs) {   /* the TMA kernel writes d, reading the residual from c as cuBLASLt does */
+    if (own) {   /* the TMA kernel writes d, reading the residual from c as cuBLASLt does */
         tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0, own_cs};
         const float ms = time_calls(call_own, &tc, GEMM_TUNE_REPS, st, e0, e1);
-        if ((st_ = tune_sync(st, "swin_linear_fp8_cuda: tuning the TMA kernel", p)) != SWIN_OK) goto done;
+        if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the TMA kernel", p)) != SWIN_OK) goto done;
         p->own = ms >= 0.0f && (best < 0.0f || ms < best);
     }
 done:
@@ -551,18 +562,23 @@ done:
 /* One call of plan p: the bias pointer onto its descriptor (plans are shared by same-shape
  * layers), tuning on first use, the matmul (residual as C when fused), and with
  * SWIN_CUDA_SYNC a synchronise that names the GEMM. *ran_own: the call ran one of our kernels
- * instead, the 3xTF32 one (x3_ok) or fused_kind's (fused, a GELU layer), GELU included. */
+ * instead, the 3xTF32 one (x3_ok), fused_kind's (fused, a GELU layer), GELU included, or the
+ * TMA kernel (p->own_ok: a 16-bit or TF32 layer without GELU; own_cs: an FP8 one's column scales,
+ * which then are w's scales). */
 static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *out, const void *in, const void *w,
-                            const void *bias, const void *residual, int x3_ok, int fused, cudaStream_t st,
-                            int *ran_own) {
+                            const void *bias, const void *residual, int x3_ok, int fused, const float *own_cs,
+                            cudaStream_t st, int *ran_own) {
     if (bias)
         SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, NULL, st));
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, p->own_ok, own_cs, st));
     *ran_own = 1;
     if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
+    if (p->own_ok && p->own)
+        return own_cs ? swin_gemm_wgmma_linear_fp8_cuda(out, in, w, own_cs, bias, residual, p->M, p->K, p->N, st)
+                      : swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, p->M, p->K, p->N, g->dt, st);
     if (x3_ok && p->x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
     *ran_own = 0;
     SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,
@@ -598,17 +614,26 @@ swin_status swin_linear_cuda(void *out, const void *in, const void *w, const voi
      * fused_tune where it was faster than cuBLASLt + the GELU pass (plan_run) */
     const int fused = act == SWIN_ACT_GELU && !residual && g->fused_gelu ? fused_kind(g, M, K, N, out, in, w, bias) : 0;
     if (fused && !g->fused_tune) return fused_run(fused, g, out, in, w, bias, M, K, N, st);
-    if (act == SWIN_ACT_NONE && g->tma_linear &&
-        swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual))
-        return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
+    /* a layer without GELU on the TMA kernel where it takes it: always (SWIN_GEMM_TMA_LINEAR=1),
+     * or (2) where it was faster than cuBLASLt's best on the shape's first un-captured call; by
+     * default (0) never. Why not 2: H200 (2026-11-29, tools/bench_ab.py, two rounds, best medians,
+     * Swin-T fp16, =0 / 2): batch 64 2.285 / 2.263 ms, batch 256 8.443 / 8.508, although at 256
+     * --breakdown (un-captured) has qkv 0.881 -> 0.827 ms (stage 2 0.229 -> 0.203, stage 3 0.502 ->
+     * 0.472) and proj 0.582 -> 0.561 for all blocks: timed alone the TMA kernel wins those shapes,
+     * inside the captured graph the forward is slower. FP8 layers are timed by default
+     * (SWIN_GEMM_TMA_FP8), where the graph gains too. */
+    const int own_ok = act == SWIN_ACT_NONE && g->tma_linear &&
+                       swin_gemm_wgmma_linear_supports(g->dt, M, K, N, out, in, w, bias, residual);
+    if (own_ok && g->tma_linear == 1) return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, M, K, N, g->dt, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, act, out, in, w, bias, residual);
+    key.own_ok = own_ok && g->tune;
     const swin_status got = plan_get(g, &key, bias, &p);
     if (got != SWIN_OK && fused) return fused_run(fused, g, out, in, w, bias, M, K, N, st);   /* nothing to time it against */
     SWIN_TRY(got);
     const int x3_ok = g->x3 && swin_gemm_x3_supports(M, K, N, out, in, w, bias, residual, act);
     int ran_own = 0;
-    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, x3_ok, fused, st, &ran_own));
+    SWIN_TRY(plan_run(op, g, p, out, in, w, bias, residual, x3_ok, fused, NULL, st, &ran_own));
     if (act == SWIN_ACT_GELU && !ran_own)
         SWIN_TRY(swin_gelu_cuda(out, residual, (size_t)M * N, g->dt, st));
     return SWIN_OK;
@@ -643,25 +668,17 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
      * SWIN_GEMM_TMA_LINEAR=1 as the tests run it) or where it was faster than cuBLASLt's best (2) */
     const int own_ok = !in_scale && g->fp8_own &&
                        swin_gemm_wgmma_linear_fp8_supports(M, K, N, out, in_q, w_q, w_scale, bias, residual);
-    if (own_ok && (g->fp8_own == 1 || g->tma_linear))
+    if (own_ok && (g->fp8_own == 1 || g->tma_linear == 1))
         return swin_gemm_wgmma_linear_fp8_cuda(out, in_q, w_q, w_scale, bias, residual, M, K, N, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, SWIN_ACT_NONE, out, in_q, w_q, bias, residual);
     key.fp8 = 1;
-    key.own_ok = own_ok;
+    key.own_ok = own_ok && g->tune;
     SWIN_TRY(plan_get(g, &key, bias, &p));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
                                                    sizeof w_scale));
     SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &rows,
                                                    sizeof rows));
-    if (own_ok) {
-        if (bias)
-            SWIN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                           sizeof bias));
-        if (!p->tuned && g->tune)
-            SWIN_TRY(plan_tune(g, p, w_q, in_q, p->has_res ? residual : out, bias, 0, 0, w_scale, st));
-        if (p->own) return swin_gemm_wgmma_linear_fp8_cuda(out, in_q, w_q, w_scale, bias, residual, M, K, N, st);
-    }
     int ran_own = 0;
-    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, st, &ran_own);
+    return plan_run(op, g, p, out, in_q, w_q, bias, residual, 0, 0, w_scale, st, &ran_own);
 }

@@ -74,8 +74,10 @@ swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const void *w, const
 /* A 16-bit or TF32 linear layer without activation on the persistent TMA kernel of gemm_tma.cu
  * (Hopper):
  *   out [M, N] = in [M, K] @ w [N, K]^T + bias [N] (+ residual [M, N], may be out itself)
- * swin_linear_cuda takes it with SWIN_GEMM_TMA_LINEAR=1 in the environment (off by default: on
- * Swin's shapes cuBLASLt is faster, gemm_tma.cu's header) where swin_gemm_wgmma_linear_supports
+ * swin_linear_cuda takes it with SWIN_GEMM_TMA_LINEAR=1 in the environment, or with =2 where it
+ * was faster than cuBLASLt's best candidate on the shape's first un-captured call (off by
+ * default: Swin-T's forward was not faster, kernels/gemm.c; =1 also puts every FP8 layer with
+ * unscaled rows on it) where swin_gemm_wgmma_linear_supports
  * says yes (fp16, bf16, fp32 data as TF32 (not for --precision fp32), the shapes and alignments
  * of swin_gemm_wgmma_supports, a 16-byte
  * aligned residual, neither out nor the residual an input, an output of 2 x SMs tiles or more:

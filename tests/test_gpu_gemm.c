@@ -79,7 +79,8 @@ static const gextra extras[] = {
     {77, {"fc1+gelu no bias", 56, 224, SWIN_ACT_GELU, 0, RES_NONE}},
     {50, {"fc1+gelu K%8!=0 (fallback)", 12, 48, SWIN_ACT_GELU, 1, RES_NONE}},
     /* 16-bit layers without GELU on the persistent TMA kernel (gemm_tma.cu; with
-     * SWIN_GEMM_TMA_LINEAR=1, at its default threshold): several tiles a team, so that each
+     * SWIN_GEMM_TMA_LINEAR=1, at its default threshold; with =2 where faster than cuBLASLt, so
+     * either, as test_gpu_gemm_tmatuned runs it): several tiles a team, so that each
      * warpgroup's residual loads and stores take turns over several tiles */
     {30000, {"fc2+res(in place) many tiles", 192, 256, SWIN_ACT_NONE, 1, RES_IN_PLACE}},
     {30000, {"proj+res(separate) many tiles", 128, 264, SWIN_ACT_NONE, 1, RES_SEPARATE}},
