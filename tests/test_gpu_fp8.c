@@ -6,9 +6,9 @@
  * the per-channel weight quantisation gives swin_fp8_quantize_weights's bytes and scales; the
  * dequantised weights are q * ws rounded to fp16; amax equals the host's max |x| and keeps a NaN.
  * The FP8 GEMM (bias; residual aliasing the output) against the host sum of the same E4M3 values
- * times the scales: the products are exact, the tensor cores' sums are not quite (about 2^-12.5
- * of the sum of |terms| on an H200, cuBLASLt's too) and the output is rounded to fp16 (tolerance
- * 2e-3 of max|ref|). Measured on an H200 (recorded 2026-11-24): within 5e-4 of the host sum.
+ * times the scales: the products are exact, the tensor cores' sums are not quite (past 2^-13 of
+ * the sum of |terms| on an H200, cuBLASLt's too: test_linear_tma) and the output is rounded to
+ * fp16 (tolerance 2e-3 of max|ref|). Measured on an H200 (recorded 2026-11-24): within 5e-4 of the host sum.
  * With rows unscaled, as the engine calls it, on the persistent TMA kernel and through the
  * handle (test_linear_tma): every output within a bound derived from how the FP8 tensor cores
  * accumulate (fp8_acc_bound) plus fp16's rounding; H200 (2026-11-29): worst 0.42 of it.
