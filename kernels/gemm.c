@@ -151,7 +151,8 @@ struct swin_gemm {
     int fused_tune;                        /* time fused_gelu's kernel against cuBLASLt + the GELU pass per
                                               shape and keep the faster (SWIN_GEMM_FUSED_TUNE=1, with tune) */
     int fp8_own;                           /* FP8 layers on sm90/gemm_tma.cu: 0 never, 1 where it can,
-                                              2 where it can and was faster (SWIN_GEMM_TMA_FP8) */
+                                              2 where it can and was faster (SWIN_GEMM_TMA_FP8; 1 also
+                                              with SWIN_GEMM_TMA_LINEAR=1) */
     const float *ones;                     /* n_ones device floats of 1: unscaled FP8 rows for cuBLASLt */
     size_t n_ones;
     gemm_plan *plans;
@@ -308,26 +309,21 @@ swin_status swin_gemm_create(swin_gemm **out, swin_precision prec, void *workspa
     g->tune = swin_env_on("SWIN_GEMM_TUNE", 1);
     swin_status est = swin_env_int("SWIN_GEMM_CANDIDATES", 1, GEMM_CANDIDATES_MAX, GEMM_CANDIDATES,
                                    "cuBLASLt algorithms", &g->candidates);
+    if (est == SWIN_OK)
+        est = swin_env_int("SWIN_GEMM_TMA_LINEAR", 0, 2, 0, "linear layers on the TMA kernel (0, 1, 2)", &g->tma_linear);
+    if (est == SWIN_OK)
+        est = swin_env_int("SWIN_GEMM_TMA_FP8", 0, 2, 2, "FP8 layers on the TMA kernel (0, 1, 2)", &g->fp8_own);
     if (est != SWIN_OK) {
         free(g);
         return est;
     }
     g->wgmma = swin_env_on("SWIN_GEMM_WGMMA", 1) && swin_gemm_wgmma_available();
     /* the TMA kernel takes fp32 data as TF32: never for precision fp32 */
-    est = swin_env_int("SWIN_GEMM_TMA_LINEAR", 0, 2, 0, "linear layers on the TMA kernel (0, 1, 2)", &g->tma_linear);
-    if (est != SWIN_OK) {
-        free(g);
-        return est;
-    }
     if (!g->wgmma || prec == SWIN_FP32) g->tma_linear = 0;
+    if (!g->wgmma || prec != SWIN_FP16) g->fp8_own = 0;   /* FP8 handles are fp16 ones */
+    if (g->fp8_own && g->tma_linear == 1) g->fp8_own = 1;   /* "every layer on it", as the tests ask */
     g->x3 = prec == SWIN_FP32 && g->wgmma && fp32_x3_on();
     g->fused_tune = g->tune && swin_env_on("SWIN_GEMM_FUSED_TUNE", 0);
-    est = swin_env_int("SWIN_GEMM_TMA_FP8", 0, 2, 2, "FP8 layers on the TMA kernel (0, 1, 2)", &g->fp8_own);
-    if (est != SWIN_OK) {
-        free(g);
-        return est;
-    }
-    if (!g->wgmma || prec != SWIN_FP16) g->fp8_own = 0;   /* FP8 handles are fp16 ones */
     int dev = 0;
     if (g->wgmma && (cudaGetDevice(&dev) != cudaSuccess ||
                      cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
@@ -479,12 +475,11 @@ static swin_status tune_sync(cudaStream_t st, const char *what, const gemm_plan 
  * x3_ok (a SWIN_FP32 layer that sm90/gemm_x3.cu takes) also time that kernel against the best
  * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
  * p->x3; with fused (a GELU layer that fused_kind's kernel takes, and g->fused_tune) likewise that
- * kernel, into p->fused; with own (a layer of p->own_ok; own_cs: an FP8 layer's column scales)
- * the TMA kernel, into p->own. Skipped (retried on a later call) while the stream is being
+ * kernel, into p->fused; with p->own_ok (own_cs: an FP8 layer's column scales) the TMA kernel,
+ * into p->own. Skipped (retried on a later call) while the stream is being
  * captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
-                             const void *bias, int x3_ok, int fused, int own, const float *own_cs,
-                             cudaStream_t st) {
+                             const void *bias, int x3_ok, int fused, const float *own_cs, cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
@@ -545,7 +540,7 @@ static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const vo
         if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the fused GELU kernel", p)) != SWIN_OK) goto done;
         if (fz >= 0.0f && gelu >= 0.0f) p->fused = best < 0.0f || fz <= best + gelu;
     }
-    if (own) {   /* the TMA kernel writes d, reading the residual from c as cuBLASLt does */
+    if (p->own_ok) {   /* the TMA kernel writes d, reading the residual from c as cuBLASLt does */
         tune_call tc = {g, p, d, in, w, bias, p->has_res ? c : NULL, st, 0, own_cs};
         const float ms = time_calls(call_own, &tc, GEMM_TUNE_REPS, st, e0, e1);
         if ((st_ = tune_sync(st, "swin_linear_cuda: tuning the TMA kernel", p)) != SWIN_OK) goto done;
@@ -573,7 +568,7 @@ static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *ou
                                                        sizeof bias));
     const float alpha = 1.0f, beta = p->has_res ? 1.0f : 0.0f;
     const void *c = p->has_res ? residual : out;
-    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, p->own_ok, own_cs, st));
+    if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, own_cs, st));
     *ran_own = 1;
     if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
     if (p->own_ok && p->own)
@@ -653,10 +648,10 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
                          swin_precision_str(g->prec));
     if (K % 16 || N % 16)
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: K %d and N %d must be multiples of 16 for FP8 tensor cores", op, K, N);
-    const void *ptrs[7] = {out, in_q, in_scale, w_q, w_scale, bias, residual};
-    static const char *const names[7] = {"out", "in_q", "in_scale", "w_q", "w_scale", "bias", "residual"};
+    const void *ptrs[7] = {out, in_q, w_q, w_scale, in_scale, bias, residual};   /* the last three may be NULL */
+    static const char *const names[7] = {"out", "in_q", "w_q", "w_scale", "in_scale", "bias", "residual"};
     for (int i = 0; i < 7; i++) {
-        if (!ptrs[i] && i < 5 && i != 2) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
+        if (!ptrs[i] && i < 4) return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s is NULL", op, names[i]);
         if (ptrs[i] && (uintptr_t)ptrs[i] % 16)
             return swin_fail(SWIN_ERR_ARGUMENT, "%s: %s (%p) is not aligned to 16 bytes", op, names[i], ptrs[i]);
     }
@@ -664,11 +659,11 @@ swin_status swin_linear_fp8_cuda(void *out, const uint8_t *in_q, const float *in
     if (!in_scale && (!g->ones || g->n_ones < (size_t)M))
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: in_scale is NULL (rows unscaled) but the handle has %zu ones for "
                          "%d rows (swin_gemm_set_ones)", op, g->n_ones, M);
-    /* our kernel: where it takes the call with rows unscaled, always (SWIN_GEMM_TMA_FP8=1, or
-     * SWIN_GEMM_TMA_LINEAR=1 as the tests run it) or where it was faster than cuBLASLt's best (2) */
+    /* our kernel: where it takes the call with rows unscaled, always (fp8_own 1) or where it was
+     * faster than cuBLASLt's best (2) */
     const int own_ok = !in_scale && g->fp8_own &&
                        swin_gemm_wgmma_linear_fp8_supports(M, K, N, out, in_q, w_q, w_scale, bias, residual);
-    if (own_ok && (g->fp8_own == 1 || g->tma_linear == 1))
+    if (own_ok && g->fp8_own == 1)
         return swin_gemm_wgmma_linear_fp8_cuda(out, in_q, w_q, w_scale, bias, residual, M, K, N, st);
     gemm_plan key, *p;
     plan_key(&key, M, K, N, SWIN_ACT_NONE, out, in_q, w_q, bias, residual);
