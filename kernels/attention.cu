@@ -114,8 +114,15 @@ static bool kb32_on() {
  *   0  the 8-warp kernel (as before);
  *   1  the 4-warp kernel, the tiles split over ceil(tiles / 4) CTAs (9 tiles: 3 CTAs of 3, 9 of 12
  *      warps busy, K and V staged once per CTA);
- *   2  (default) windows of exactly Tiles::kWarpsWindow tiles: one CTA of that many warps, a warp
- *      per tile, K and V staged once; other counts as 1.
+ *   3  windows of exactly Tiles::kWarpsWindow tiles: one CTA of that many warps, a warp per tile,
+ *      K and V staged once; other counts as 1 (the default until 2026-11-29);
+ *   2  (default) as 3 where the (window, head) pairs fill the GPU (Tiles::kMinCtasPerSm a
+ *      multiprocessor), else as 1: fewer pairs (Swin-B 384 at batch 1, whose stages have 256, 128,
+ *      64 and 32 pairs; its last stage at batch 8) get three times the CTAs. Measured (H200,
+ *      2026-11-29, tools/bench_ab.py, two rounds, Swin-B 384 fp16 -n 40, 3 / 2): batch 1 1.116 /
+ *      1.117 against 1.105 / 1.115 ms, batch 8 2.693 / 2.723 against 2.722 / 2.697 (its other
+ *      stages have 512 pairs or more, as every stage at batch 64 and 256: unchanged); a random
+ *      full-size Swin-B 384 in fp16 against timm: 8.051e-4 either way.
  * Measured on the H200 (2026-11-26, SWIN_ATTN_FILL=M build/swin bench --arch
  * swin_base_patch4_window12_384 --precision fp16 --batch 1,8,64,256 -n 20, modes 0 / 1 / default):
  * attention ops at batch 256 24.37 / 19.56 / 15.89 ms; end to end batch 1 1.257 / 1.217 / 1.242
@@ -137,7 +144,7 @@ static bool kb32_on() {
 static int fill_mode() {
     static const int mode = [] {
         const char *v = getenv("SWIN_ATTN_FILL");
-        return v && (v[0] == '0' || v[0] == '1') && !v[1] ? v[0] - '0' : 2;
+        return v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 2;
     }();
     return mode;
 }
@@ -291,7 +298,7 @@ static swin_status launch_mma(void *out, const void *qkv, const float *bias_tabl
         if (groups > max_groups) groups = max_groups;
         const int fill = fill_mode();
         if (fill && nwarps == Tiles::kWarpsLarge && a.tiles % Tiles::kWarpsLarge) {
-            if (fill == 2 && window_warps(HD) && a.tiles == Tiles::kWarpsWindow &&
+            if ((fill == 3 || (fill == 2 && pairs >= want)) && window_warps(HD) && a.tiles == Tiles::kWarpsWindow &&
                 MmaSmem(HD, g.npad, g.npad, g.nb, Tiles::kWarpsWindow).total <= optin) {
                 nwarps = Tiles::kWarpsWindow;
                 groups = 1;
