@@ -428,13 +428,16 @@ static int call_gelu(void *v) {
     const tune_call *t = v;
     return swin_gelu_cuda(t->d, NULL, (size_t)t->p->M * t->p->N, t->g->dt, t->st) == SWIN_OK;
 }
+/* plan p's layer on the TMA kernel: a 16-bit / TF32 one, or with col_scale an FP8 one */
+static swin_status own_run(const swin_gemm *g, const gemm_plan *p, void *out, const void *in, const void *w,
+                           const float *col_scale, const void *bias, const void *residual, cudaStream_t st) {
+    if (col_scale)
+        return swin_gemm_wgmma_linear_fp8_cuda(out, in, w, col_scale, bias, residual, p->M, p->K, p->N, st);
+    return swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, p->M, p->K, p->N, g->dt, st);
+}
 static int call_own(void *v) {
     const tune_call *t = v;
-    if (!t->col_scale)
-        return swin_gemm_wgmma_linear_cuda(t->d, t->in, t->w, t->bias, t->res, t->p->M, t->p->K, t->p->N, t->g->dt,
-                                           t->st) == SWIN_OK;
-    return swin_gemm_wgmma_linear_fp8_cuda(t->d, t->in, t->w, t->col_scale, t->bias, t->res, t->p->M, t->p->K,
-                                           t->p->N, t->st) == SWIN_OK;
+    return own_run(t->g, t->p, t->d, t->in, t->w, t->col_scale, t->bias, t->res, t->st) == SWIN_OK;
 }
 static int call_x3(void *v) {
     const tune_call *t = v;
@@ -476,8 +479,7 @@ static swin_status tune_sync(cudaStream_t st, const char *what, const gemm_plan 
  * candidate (plus the GELU pass, which the kernel does in its epilogue) and keep the faster in
  * p->x3; with fused (a GELU layer that fused_kind's kernel takes, and g->fused_tune) likewise that
  * kernel, into p->fused; with p->own_ok (own_cs: an FP8 layer's column scales) the TMA kernel,
- * into p->own. Skipped (retried on a later call) while the stream is being
- * captured. */
+ * into p->own. Skipped (retried on a later call) while the stream is being captured. */
 static swin_status plan_tune(swin_gemm *g, gemm_plan *p, const void *w, const void *in, const void *c,
                              const void *bias, int x3_ok, int fused, const float *own_cs, cudaStream_t st) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -571,9 +573,7 @@ static swin_status plan_run(const char *op, swin_gemm *g, gemm_plan *p, void *ou
     if (!p->tuned && g->tune) SWIN_TRY(plan_tune(g, p, w, in, c, bias, x3_ok, fused, own_cs, st));
     *ran_own = 1;
     if (fused && p->fused) return fused_run(fused, g, out, in, w, bias, p->M, p->K, p->N, st);
-    if (p->own_ok && p->own)
-        return own_cs ? swin_gemm_wgmma_linear_fp8_cuda(out, in, w, own_cs, bias, residual, p->M, p->K, p->N, st)
-                      : swin_gemm_wgmma_linear_cuda(out, in, w, bias, residual, p->M, p->K, p->N, g->dt, st);
+    if (p->own_ok && p->own) return own_run(g, p, out, in, w, own_cs, bias, residual, st);
     if (x3_ok && p->x3) return swin_gemm_x3_cuda(out, in, w, bias, residual, p->M, p->K, p->N, (swin_act)p->act, st);
     *ran_own = 0;
     SWIN_CUBLAS_TRY(cublasLtMatmul(g->lt, p->desc, &alpha, w, p->la, in, p->lb, &beta, c, p->lcd, out,

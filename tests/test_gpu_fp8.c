@@ -262,12 +262,11 @@ static void test_linear_tma(void) {
     cudaMalloc(&ws, 32 << 20);
     swin_gemm *g = NULL;
     if (!CHECK(swin_gemm_create(&g, SWIN_FP16, ws, 32 << 20) == SWIN_OK, "gemm: %s", swin_last_error())) return;
-    float *ones_d = NULL;
     const int max_m = 11301;
     float *ones = malloc(max_m * sizeof(float));
     for (int i = 0; i < max_m; i++) ones[i] = 1.0f;
-    cudaMalloc((void **)&ones_d, max_m * sizeof(float));
-    cudaMemcpy(ones_d, ones, max_m * sizeof(float), cudaMemcpyHostToDevice);
+    tg_buf ones_d = tg_alloc(max_m, SWIN_DT_F32);
+    tg_upload(&ones_d, ones);
     free(ones);
     /* unscaled rows without the handle's ones: refused, not read from NULL */
     {
@@ -279,7 +278,7 @@ static void test_linear_tma(void) {
               "fp8 linear on the TMA kernel: no column scales accepted");
         cudaFree(p);
     }
-    swin_gemm_set_ones(g, ones_d, max_m);
+    swin_gemm_set_ones(g, ones_d.p, max_m);
     int direct = 0;
     double worst = 0;
     for (int c = 0; c < ncase; c++) {
@@ -352,7 +351,7 @@ static void test_linear_tma(void) {
     }
     printf("fp8 linear: %d of %d shapes on the TMA kernel directly, all through the handle; worst error %.3f of "
            "the bound\n", direct, ncase, worst);
-    cudaFree(ones_d);
+    tg_free(&ones_d);
     swin_gemm_free(g);
     cudaFree(ws);
 }

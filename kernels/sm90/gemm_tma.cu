@@ -89,7 +89,8 @@
  * RESID or PLAIN) take it only with SWIN_GEMM_TMA_LINEAR=1 (kernels/gemm.c): on Swin's shapes
  * cuBLASLt is faster. The FP8 ones (E4M3 in, fp16 out) take it where it was faster than
  * cuBLASLt's FP8 GEMM on the shape's first call (SWIN_GEMM_TMA_FP8, kernels/gemm.c, which has
- * the measurements: 2% end to end at Swin-T's batch 64 and 256). H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
+ * the measurements: 2% end to end at Swin-T's batch 64 and 256).
+ * H100, Swin-T fp16 batch 256, --breakdown, ms for all blocks, cuBLASLt / this kernel:
  * qkv 1.445 / 1.612 (stage 1, K 96, N 288: 0.521 / 0.670, a third of each tile's columns past
  * N), proj 0.661 / 0.637, fc2 + residual 1.803 / 1.971 (stage 3, K 1536: 0.636 / 0.712, the
  * mainloop of one 128 x 128 tile at a time short of cuBLASLt's), end to end 24,160 / 23,320

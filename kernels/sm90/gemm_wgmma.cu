@@ -236,10 +236,16 @@ extern "C" swin_status swin_gemm_wgmma_cuda(void *out, const void *in, const voi
     return gelu ? launch<TF32, GELU>(out, in, w, ep, M, K, N, st) : launch<TF32, PLAIN>(out, in, w, ep, M, K, N, st);
 }
 
+/* what both linear entries (16-bit / TF32 and FP8) need beyond their operands' shapes and types:
+ * a 16-byte aligned residual, out and the residual apart from the inputs, Hopper, and enough tiles */
+static bool linear_apart(int M, int N, const void *out, const void *in, const void *w, const void *residual) {
+    return !((uintptr_t)residual & 15u) && residual != in && residual != w && out != in && out != w &&
+           swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+}
+
 extern "C" int swin_gemm_wgmma_linear_supports(swin_dtype dt, int M, int K, int N, const void *out, const void *in,
                                                const void *w, const void *bias, const void *residual) {
-    return swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) && !((uintptr_t)residual & 15u) && residual != in &&
-           residual != w && out != in && out != w && swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+    return swin_gemm_wgmma_supports(dt, M, K, N, out, in, w, bias) && linear_apart(M, N, out, in, w, residual);
 }
 
 extern "C" swin_status swin_gemm_wgmma_linear_cuda(void *out, const void *in, const void *w, const void *bias,
@@ -261,9 +267,8 @@ extern "C" int swin_gemm_wgmma_linear_fp8_supports(int M, int K, int N, const vo
                                                    const void *residual) {
     return M > 0 && K > 0 && N > 0 && K % 16 == 0 && N % 8 == 0 && (long long)M * K < INT_MAX &&
            (long long)M * N < INT_MAX && (long long)N * K < INT_MAX && col_scale &&
-           !(((uintptr_t)out | (uintptr_t)in_q | (uintptr_t)w_q | (uintptr_t)residual) & 15u) &&
-           !((uintptr_t)col_scale & 7u) && !((uintptr_t)bias & 3u) && out != in_q && out != w_q &&
-           residual != in_q && residual != w_q && swin_gemm_wgmma_available() && swin_gemm_tma_wanted(M, N);
+           !(((uintptr_t)out | (uintptr_t)in_q | (uintptr_t)w_q) & 15u) && !((uintptr_t)col_scale & 7u) &&
+           !((uintptr_t)bias & 3u) && linear_apart(M, N, out, in_q, w_q, residual);
 }
 
 extern "C" swin_status swin_gemm_wgmma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q,
