@@ -553,6 +553,44 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
     return SWIN_OK;
 }
 
+// ---- q, k, v in E4M3 (FP8's qkv GEMM writing them so): attn_head_kernel's Q8 variant
+
+extern "C" int swin_window_attention_e4m3_supports(const swin_dims *d, swin_dtype dt) {
+    if (dt != SWIN_DT_F16 || !d || check_dims(d, dt) != SWIN_OK || d->C % 16) return 0;   /* 16-byte E4M3 rows */
+    return head_takes(make_geom(d), d->version == 2);
+}
+
+extern "C" swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t *qkv_q, const float *deq,
+                                                       const float *bias_table, const float *scale,
+                                                       const swin_dims *d, const swin_q8_dst *q8, cudaStream_t st) {
+    static const char op[] = "window attention (E4M3 q, k, v)";
+    if (!out || !qkv_q || !deq || !bias_table || !scale || !d)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL pointer (out %p, qkv %p, deq %p, bias_table %p, scale %p)", op,
+                         out, (const void *)qkv_q, (const void *)deq, (const void *)bias_table, (const void *)scale);
+    if (!swin_window_attention_e4m3_supports(d, SWIN_DT_F16))
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs head_dim 32, windows of 49 to 64 tokens, C a multiple of 16 "
+                         "and fp16 out (head_dim %d, window %dx%d, C %d)", op, d->C / (d->heads > 0 ? d->heads : 1),
+                         d->win_h, d->win_w, d->C);
+    if (((uintptr_t)out | (uintptr_t)qkv_q) % 16 != 0 || (uintptr_t)deq % 8 != 0)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%s: qkv %p and out %p must be 16-byte aligned, deq %p 8", op,
+                         (const void *)qkv_q, out, (const void *)deq);
+    swin_q8_dst q;
+    SWIN_TRY(swin_check_q8(op, q8, &q));
+    int sms = 0, optin = 0;
+    SWIN_TRY(device_limits(&sms, &optin));
+    const Geom g = make_geom(d);
+    MmaArgs a;
+    a.set(out, qkv_q, bias_table, scale, g, d->version == 2);
+    a.q8 = q;
+    a.vb = access_bytes(g.hd, 2);
+    a.tiles = g.npad / Tiles::kRows;
+    a.nwin = d->B * g.nw;
+    a.deq = deq;
+    static int per_sm_v[2] = {0, 0};
+    return launch_walk(a.v2 ? attn_head_kernel<__half, true, true> : attn_head_kernel<__half, false, true>, a,
+                       HeadSmemQ8::kTotal, per_sm_v[a.v2 ? 1 : 0], sms, "attn_head_kernel (E4M3 q, k, v)", st);
+}
+
 // ---- the qkv projection and the attention in one kernel (attention_qkv.cuh)
 
 /* what attn_qkv_kernel is built for: head_dim 32, 49 to 64 tokens, C of qkv_width, 16-bit data */

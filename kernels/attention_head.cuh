@@ -49,6 +49,12 @@
  * head_mask) that attention_tf32_head.cuh's TF32 kernel shares; moving them out changed this
  * kernel's SASS only in a few integer address instructions (same MMAs, loads and MUFU ops; not
  * re-timed).
+ * E4M3 q, k, v (Q8, swin_window_attention_e4m3_cuda): FP8's qkv GEMM writes them as bytes with a
+ * scale per channel (src/fp8.h); the CTA copies a window's bytes (half the fp16 rows' traffic)
+ * into E4M3 staging buffers, and once they have landed dequantises them into one fp16 buffer
+ * (head_dequant: value times its channel's fp16 scale, rounded once), from which the window is
+ * computed as above. On the fp16 values the host computes that way the outputs are the fp16
+ * kernel's bit for bit (test_gpu_attention's e4m3 cases).
  * Test: tests/test_gpu_attention.c (V1 and V2 here; test_gpu_attention_head1 V1 only,
  * test_gpu_attention_head0 neither).
  */
@@ -76,6 +82,20 @@ struct HeadSmem {
     static constexpr int kRk = 2 * kBuf;
     static constexpr int kStage = kRk + HeadTiles::kMaxN * 4;
     static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * LD * 2;
+    static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
+};
+
+/* The same with q, k, v in E4M3 (MmaArgs::deq, FP8's qkv GEMM writing them so): two buffers of
+ * the window's E4M3 rows {Q, K, V, key regions}, the fp16 rows they dequantise into (one buffer:
+ * Q, K, V at HeadSmem's strides), the head's 96 dequantisation scales, V2's 1/|k|, a warp's O tile */
+struct HeadSmemQ8 {
+    static constexpr int kMatQ = HeadTiles::kMaxN * HeadTiles::kHd;        // one E4M3 matrix of a window
+    static constexpr int kBuf = 3 * kMatQ + HeadTiles::kMaxN * 4;          // Q, K, V, regions
+    static constexpr int kComp = 2 * kBuf;
+    static constexpr int kDeq = kComp + 3 * HeadSmem::kMat;
+    static constexpr int kRk = kDeq + 3 * HeadTiles::kHd * 2;
+    static constexpr int kStage = kRk + HeadTiles::kMaxN * 4;
+    static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * HeadSmem::LD * 2;
     static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
 };
 
@@ -115,7 +135,7 @@ __device__ __forceinline__ void head_bias(float (&bias)[NT][4], const Geom &g, c
 
 /* copy window w's Q, K, V rows of head h (HD elements of T, rows LD apart, matrices MAT bytes
  * apart) into buf (one cp.async group; rows past N zero-filled); its key regions after the
- * matrices when it is on the shifted border */
+ * matrices when it is on the shifted border. T uint8_t: E4M3 rows (the Q8 kernel below). */
 template <typename T, int HD, int LD, int MAT, int NTHR>
 __device__ __forceinline__ void head_issue(unsigned char *buf, const T *qkv, const Geom &g, int w, int h, int tid) {
     constexpr int EPC = 16 / (int)sizeof(T), CPR = HD / EPC;   // elements a 16-byte chunk, chunks a row
@@ -137,6 +157,39 @@ __device__ __forceinline__ void head_issue(unsigned char *buf, const T *qkv, con
     if (window_masked(g, wy, wx)) {
         int *reg = reinterpret_cast<int *>(buf + 3 * MAT);
         for (int t = tid; t < HeadTiles::kMaxN; t += NTHR) reg[t] = info_region(token_info(g, wy, wx, t));
+    }
+}
+
+/* the window's E4M3 rows (src: Q, K, V, MATQ bytes apart) into fp16 rows (dst: LD apart, matrices
+ * MAT bytes apart): value times its channel's scale (deq: the head's q, k, v scales, 32 each, fp16:
+ * src/fp8.h swin_fp8_qkv_scale), one HMUL2 a pair, the exact product rounded once to fp16; pad rows
+ * arrive as zeros and stay zero. A thread takes 16-byte chunks tid, tid + NTHR, ... (a chunk: 16
+ * channels of one row of one matrix).
+ * Why fp16 scales: the first version multiplied in fp32 (widen, two FMULs, narrow: 6 instructions a
+ * pair) and made the kernel slower than the fp16 one it feeds, its loads halved (H200, Swin-T fp8
+ * batch 256, --breakdown: attention ops 1.428 against 1.236 ms). */
+template <int HD, int LD, int MATQ, int MAT, int NTHR>
+__device__ __forceinline__ void head_dequant(unsigned char *dst, const unsigned char *src, const __half *deq, int tid) {
+    constexpr int CPR = HD / 16, CPM = HeadTiles::kMaxN * CPR;   // chunks a row, a matrix
+#pragma unroll
+    for (int i = tid; i < 3 * CPM; i += NTHR) {
+        const int m = i / CPM, r = (i % CPM) / CPR, c = (i % CPR) * 16;
+        const uint4 v = *reinterpret_cast<const uint4 *>(src + m * MATQ + r * HD + c);
+        const uint4 *sc = reinterpret_cast<const uint4 *>(deq + m * HD + c);
+        const uint4 s0 = sc[0], s1 = sc[1];
+        const uint32_t in[4] = {v.x, v.y, v.z, v.w}, sp[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+        uint32_t o[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {   /* bytes 2k, 2k + 1 */
+            const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(
+                (__nv_fp8x2_storage_t)(in[k / 2] >> (16 * (k & 1)) & 0xffffu), __NV_E4M3);
+            const __half2 hv = __hmul2(*reinterpret_cast<const __half2 *>(&hr),
+                                       *reinterpret_cast<const __half2 *>(&sp[k]));
+            o[k] = *reinterpret_cast<const uint32_t *>(&hv);
+        }
+        uint4 *d = reinterpret_cast<uint4 *>(dst + m * MAT + (r * LD + c) * 2);
+        d[0] = make_uint4(o[0], o[1], o[2], o[3]);
+        d[1] = make_uint4(o[4], o[5], o[6], o[7]);
     }
 }
 
@@ -266,18 +319,28 @@ __device__ __forceinline__ void head_attend(const uint32_t (&qf)[HeadTiles::kHd 
     else tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
 }
 
-template <typename T, bool V2>
+/* Q8: q, k, v arrive in E4M3 (a.qkv bytes, a.deq the per-channel scales [3C]) and are
+ * dequantised into fp16 rows in shared memory once a window has landed (head_dequant; one more CTA
+ * barrier a window), then the window is computed as in 16 bits (T = __half only) */
+template <typename T, bool V2, bool Q8 = false>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
     swin_pdl_begin();
     constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
     constexpr int nthr = HeadTiles::kWarps * 32;
+    constexpr int BUF = Q8 ? HeadSmemQ8::kBuf : HeadSmem::kBuf, MATB = Q8 ? HeadSmemQ8::kMatQ : HeadSmem::kMat;
+    constexpr int RK = Q8 ? HeadSmemQ8::kRk : HeadSmem::kRk, STAGE = Q8 ? HeadSmemQ8::kStage : HeadSmem::kStage;
+    static_assert(!Q8 || std::is_same<T, __half>::value, "E4M3 q, k, v dequantise to fp16");
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
     const int h = blockIdx.y;
     const HeadScale hs = head_scale<V2>(a.scale, h);
-    T *os = reinterpret_cast<T *>(smem + HeadSmem::kStage) + warp * Tiles::kRows * LD;
+    T *os = reinterpret_cast<T *>(smem + STAGE) + warp * Tiles::kRows * LD;
+    __half *deq = reinterpret_cast<__half *>(smem + HeadSmemQ8::kDeq);
+    if constexpr (Q8) {   /* the head's q, k, v channel scales, fp16 (read after the first window's barrier) */
+        if (tid < 3 * HD) deq[tid] = __float2half_rn(__ldg(a.deq + (tid / HD) * g.C + h * HD + tid % HD));
+    }
 
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
      * accumulator layout */
@@ -287,8 +350,12 @@ attn_head_kernel(MmaArgs a) {
 
     /* window w's rows into buffer b */
     auto issue = [&](int w, int b) {
-        head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * HeadSmem::kBuf, reinterpret_cast<const T *>(a.qkv), g,
-                                                    w, h, tid);
+        if constexpr (Q8)   /* E4M3 rows: a byte an element, rows HD bytes apart */
+            head_issue<uint8_t, HD, HD, HeadSmemQ8::kMatQ, nthr>(smem + b * BUF, reinterpret_cast<const uint8_t *>(a.qkv),
+                                                               g, w, h, tid);
+        else
+            head_issue<T, HD, LD, HeadSmem::kMat, nthr>(smem + b * BUF, reinterpret_cast<const T *>(a.qkv), g, w, h,
+                                                        tid);
     };
 
     /* Tried (H200, 2026-11-28, fp16 batch 1 and 8, swin bench -n 200, two rounds): issuing the
@@ -299,12 +366,17 @@ attn_head_kernel(MmaArgs a) {
     if (w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
         head_next(issue, w, b, a.nwin);
-        const unsigned char *buf = smem + b * HeadSmem::kBuf;
-        const T *qs = reinterpret_cast<const T *>(buf), *ks = reinterpret_cast<const T *>(buf + HeadSmem::kMat);
-        const T *vs = reinterpret_cast<const T *>(buf + 2 * HeadSmem::kMat);
+        const unsigned char *buf = smem + b * BUF, *rows = buf;   /* rows: the window's 16-bit Q, K, V */
+        if constexpr (Q8) {   /* the previous window's readers of the fp16 rows passed the loop's barrier */
+            head_dequant<HD, LD, HeadSmemQ8::kMatQ, HeadSmem::kMat, nthr>(smem + HeadSmemQ8::kComp, buf, deq, tid);
+            rows = smem + HeadSmemQ8::kComp;
+            __syncthreads();
+        }
+        const T *qs = reinterpret_cast<const T *>(rows), *ks = reinterpret_cast<const T *>(rows + HeadSmem::kMat);
+        const T *vs = reinterpret_cast<const T *>(rows + 2 * HeadSmem::kMat);
         if constexpr (V2) {   /* 1 / |k| of the window's keys (pad keys: zero rows, never used) */
             if (tid < HeadTiles::kMaxN)
-                reinterpret_cast<float *>(smem + HeadSmem::kRk)[tid] = inv_norm_row<HD, T>(ks + tid * LD);
+                reinterpret_cast<float *>(smem + RK)[tid] = inv_norm_row<HD, T>(ks + tid * LD);
             __syncthreads();
         }
         if (warp < a.tiles) {
@@ -323,8 +395,8 @@ attn_head_kernel(MmaArgs a) {
                 rq1 = __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
             }
             T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
-            head_attend<T, V2>(qf, ks, vs, reinterpret_cast<const int *>(buf + 3 * HeadSmem::kMat),
-                               reinterpret_cast<const float *>(smem + HeadSmem::kRk), rq0, rq1, bias,
+            head_attend<T, V2>(qf, ks, vs, reinterpret_cast<const int *>(buf + 3 * MATB),
+                               reinterpret_cast<const float *>(smem + RK), rq0, rq1, bias,
                                window_masked(g, wy, wx), hs, os, out, a, warp, lane);
         }
         __syncthreads();   // every warp is done with buffer b before the next iteration refills it

@@ -93,6 +93,7 @@ struct MmaArgs : AttnIO<void> {
     int kv_rows;               // keys held in smem at a time (npad when resident)
     int nwin;                  // windows B*nW
     swin_q8_dst q8;            // out's E4M3 copy (ops.h; q8.q NULL: none), written by tile_end
+    const float *deq = nullptr;   // qkv in E4M3: its per-channel scales [3C] (attn_head_kernel's Q8), else NULL
 };
 
 /* Entries of the per-key tables (kinfo, kbytes, rk): npad and one key block more, so that a block

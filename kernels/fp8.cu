@@ -54,6 +54,35 @@ extern "C" swin_status swin_amax_cuda(float *amax, const void *x, size_t n, swin
     return SWIN_OK;
 }
 
+// ---- column amax: amax[n] = max(amax[n], max_m |x[m, n]|) over x [M, N] (the qkv output's channels,
+// calibration). A thread walks one column over a slice of rows (consecutive threads, consecutive
+// columns: coalesced), then one atomicMax a column and thread, on the same bit patterns as above.
+
+template <typename T>
+static __global__ void col_amax_kernel(float *__restrict__ amax, const T *__restrict__ x, int M, int N, int rows) {
+    swin_pdl_begin();
+    const int n = blockIdx.x * blockDim.x + threadIdx.x, m0 = blockIdx.y * rows;
+    if (n >= N) return;
+    const int m1 = min(M, m0 + rows);
+    unsigned m = 0;
+    for (int r = m0; r < m1; r++) m = max(m, __float_as_uint(fabsf(load_f(x, (size_t)r * N + n))));
+    atomicMax((unsigned *)amax + n, m);
+}
+
+extern "C" swin_status swin_col_amax_cuda(float *amax, const void *x, int M, int N, swin_dtype dt, cudaStream_t st) {
+    static const char op[] = "swin_col_amax_cuda";
+    SWIN_TRY(swin_check_dtype(op, dt));
+    if (M < 1 || N < 1) return swin_fail(SWIN_ERR_ARGUMENT, "%s: M %d, N %d", op, M, N);
+    SWIN_TRY(swin_check_ptr(op, "amax", amax, 4));
+    SWIN_TRY(swin_check_ptr(op, "x", x, swin_dtype_size(dt)));
+    const int rows = 256, gy = (M + rows - 1) / rows;
+    if (gy > 65535) return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: M %d: too many rows", op, M);
+    const dim3 grid((unsigned)((N + 127) / 128), (unsigned)gy);
+    SWIN_DISPATCH(dt, T, swin_launch(col_amax_kernel<T>, grid, 128, 0, st, amax, (const T *)x, M, N, rows));
+    SWIN_LAUNCH_CHECK("col_amax_kernel", st);
+    return SWIN_OK;
+}
+
 // ---- quantise (optionally after GELU): 8 elements per thread, read as one 16-byte pack (fp32: two)
 // and written as 8 bytes, when the pointers allow (the ops that write an FP8 site's input write
 // its E4M3 copy themselves where they can: swin_q8_dst)
@@ -181,6 +210,27 @@ static __global__ void scale_vec_kernel(float *dst, const float *src, float s, i
     swin_pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src ? src[i] * s : s;
+}
+
+/* the qkv GEMM writing E4M3 (src/fp8.h): with deq[n] its output scales, cs[n] = wsx[n] / deq[n] and
+ * bq[n] = fp16(b[n] / deq[n]) (0 without a bias), each 1 / deq[n] in fp32 as the CPU takes it */
+static __global__ void fold_out_kernel(float *cs, __half *bq, const float *wsx, const __half *b, const float *deq,
+                                       int n) {
+    swin_pdl_begin();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float inv = 1.0f / deq[i];
+    cs[i] = wsx[i] * inv;
+    bq[i] = __float2half_rn(b ? __half2float(b[i]) * inv : 0.0f);
+}
+
+extern "C" swin_status swin_fp8_fold_out_cuda(float *cs, void *bq, const float *wsx, const void *b, const float *deq,
+                                              int n, cudaStream_t st) {
+    static const char op[] = "swin_fp8_fold_out_cuda";
+    if (n < 1 || !cs || !bq || !wsx || !deq) return swin_fail(SWIN_ERR_ARGUMENT, "%s: n %d or a NULL vector", op, n);
+    swin_launch(fold_out_kernel, (n + 255) / 256, 256, 0, st, cs, (__half *)bq, wsx, (const __half *)b, deq, n);
+    SWIN_LAUNCH_CHECK("fold_out_kernel", st);
+    return SWIN_OK;
 }
 
 extern "C" swin_status swin_scale_vec_cuda(float *dst, const float *src, float s, int n, cudaStream_t st) {

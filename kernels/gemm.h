@@ -168,6 +168,12 @@ swin_status swin_mlp_wgmma_cuda(void *out, const void *in, const void *w1, const
 swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
                                           const float *col_scale, const void *bias, float out_inv, int M, int K,
                                           int N, cudaStream_t st);
+/* The same without the GELU and with out_inv 1, for FP8's qkv GEMM writing attention's q, k, v in
+ * E4M3 (src/cuda/engine.c): out_q = e4m3((in_q @ w_q^T) * col_scale [N] + bias [N]), where the
+ * caller has folded the per-channel output scales' inverses into col_scale and bias. */
+swin_status swin_gemm_wgmma_fp8_out_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                         const float *col_scale, const void *bias, int M, int K, int N,
+                                         cudaStream_t st);
 
 /* fp32 linear layers on Hopper's TF32 tensor cores with fp32 accuracy (kernels/sm90/gemm_x3.cu:
  * each operand split into a TF32 head and tail, three TF32 products summed in fp32):

@@ -123,6 +123,17 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
                                        const float *scale, const swin_dims *d, swin_dtype dt,
                                        swin_attn_impl impl, const swin_q8_dst *q8, void *workspace, void *cublas,
                                        cudaStream_t st);
+/* The fused fp16 attention on q, k, v stored in E4M3 (FP8's qkv GEMM, swin_gemm_wgmma_fp8_out_cuda):
+ * qkv_q [B*nW, N, 3C] E4M3 bytes, deq [3C] their per-channel scales (fp32 holding fp16 values,
+ * src/fp8.h swin_fp8_qkv_scale; others are rounded to fp16); each value is dequantised
+ * (e4m3 * deq[channel] in fp16) in shared memory and the window computed as
+ * swin_window_attention_cuda's fp16 kernel does; out fp16 (and q8 as there). Only where
+ * swin_window_attention_e4m3_supports: head_dim 32, windows of 49 to 64 tokens (7x7, 8x8), C a
+ * multiple of 16, fp16, the head kernel not switched off (SWIN_ATTN_HEAD). */
+int swin_window_attention_e4m3_supports(const swin_dims *d, swin_dtype dt);
+swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t *qkv_q, const float *deq,
+                                            const float *bias_table, const float *scale, const swin_dims *d,
+                                            const swin_q8_dst *q8, cudaStream_t st);
 
 /* The same attention with the qkv projection computed inside it (one kernel, q, k and v never
  * stored): out [B*nW, N, C] <- attention(x W^T + b), x [B*nW, N, C] the windows' rows (the qkv
@@ -184,6 +195,12 @@ swin_status swin_qdq_fp8_cuda(void *y, const void *x, size_t n, float scale, int
  * [N, K], may be NULL) = q * ws */
 swin_status swin_fp8_weights_cuda(uint8_t *q, float *ws, void *deq, const float *w, int N, int K, swin_dtype dt,
                                   cudaStream_t st);
+/* amax[n] = max(amax[n], max over m of |x[m, n]|), x [M, N] in dt (per output channel; a NaN wins) */
+swin_status swin_col_amax_cuda(float *amax, const void *x, int M, int N, swin_dtype dt, cudaStream_t st);
+/* FP8's qkv GEMM with E4M3 outputs of per-channel scales deq [n] (src/fp8.h): its column scales
+ * cs[i] = wsx[i] / deq[i] and fp16 bias bq[i] = b[i] / deq[i] (b fp16 or NULL: 0) */
+swin_status swin_fp8_fold_out_cuda(float *cs, void *bq, const float *wsx, const void *b, const float *deq, int n,
+                                   cudaStream_t st);
 /* dst[i] = src[i] * s, or s where src is NULL (fill), i < n */
 swin_status swin_scale_vec_cuda(float *dst, const float *src, float s, int n, cudaStream_t st);
 

@@ -45,17 +45,21 @@ struct TF32 { typedef float T; static constexpr int ESZ = 4; };   /* fp32 storag
  * operands fp16 out and LN(acc * col_scale[n] + bias[n]), bias fp16, as FP8_GELU's). PLAIN and
  * RESID on E4M3 operands (gemm_tma.cu only): fp16 out, acc * col_scale[n] + bias[n] (+ the
  * residual), bias fp16: an FP8 site's linear layer as cuBLASLt's with row scales of 1 */
-enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5, POST_LN = 6, FP8_GELU_H2 = 7 };
+enum { PLAIN = 0, GELU = 1, FP8_GELU = 2, RESID = 3, SCATTER = 4, LN_GELU = 5, POST_LN = 6, FP8_GELU_H2 = 7, FP8_OUT = 8 };
 template <int EPI> constexpr bool fp8_gelu() { return EPI == FP8_GELU || EPI == FP8_GELU_H2; }
+/* E4M3 out: the fused fc1, or FP8_OUT (FP8_GELU's arithmetic without the GELU: the qkv GEMM
+ * writing attention's q, k, v in E4M3, its per-channel output scales folded into col_scale and
+ * bias by the caller, out_inv 1) */
+template <int EPI> constexpr bool e4m3_out() { return fp8_gelu<EPI>() || EPI == FP8_OUT; }
 struct Epi {
     const void *bias;
     const float *col_scale;
     float out_inv;
 };
 /* output bytes an element, and its type (E4M3 operands: E4M3 out for the fused fc1, else fp16) */
-template <class E, int EPI> constexpr bool f16_out() { return E::ESZ == 1 && !fp8_gelu<EPI>(); }
+template <class E, int EPI> constexpr bool f16_out() { return E::ESZ == 1 && !e4m3_out<EPI>(); }
 template <class E, int EPI> constexpr int out_size() {
-    return fp8_gelu<EPI>() ? 1 : f16_out<E, EPI>() ? 2 : E::ESZ;
+    return e4m3_out<EPI>() ? 1 : f16_out<E, EPI>() ? 2 : E::ESZ;
 }
 template <class E, int EPI>
 using OutT = typename std::conditional<f16_out<E, EPI>(), __half, typename E::T>::type;
@@ -167,7 +171,7 @@ __device__ __forceinline__ void epi_store(unsigned char *p, float a0, float a1, 
             else r = unpack2<T>(*reinterpret_cast<const uint32_t *>(p));
             v0 += r.x, v1 += r.y;
         }
-        if constexpr (EPI == FP8_GELU)
+        if constexpr (EPI == FP8_GELU || EPI == FP8_OUT)
             *reinterpret_cast<uint16_t *>(p) = (uint16_t)(swin_e4m3(v0 * ep.out_inv) | (swin_e4m3(v1 * ep.out_inv) << 8));
         else if constexpr (out_size<E, EPI>() == 4)
             *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);

@@ -3,6 +3,8 @@
  *
  *   out [M, N] = act(in [M, K] @ w [N, K]^T + bias [N])     fp16 / bf16 / fp32 as TF32 (act: none, GELU)
  *   out_q [M, N] = e4m3(gelu((in_q @ w_q^T) * col_scale [N] + bias [N]) * out_inv)   E4M3
+ *   out_q [M, N] = e4m3((in_q @ w_q^T) * col_scale [N] + bias [N])   E4M3 (FP8_OUT: FP8's qkv GEMM
+ *                                                   writing q, k, v, its output scales folded in)
  *   out [M, N] = in @ w^T + bias + residual [M, N] (may be out)   fp16 / bf16 / TF32 (RESID)
  *   out [M, N] = (in_q @ w_q^T) * col_scale [N] + bias (+ residual)   E4M3 in, fp16 out (PLAIN, RESID:
  *                                                                  FP8 sites, kernels/gemm.c)
@@ -657,11 +659,12 @@ extern "C" swin_status swin_gemm_tma_cuda(void *out, const void *in, const void 
     return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: fp16, bf16 or fp32 (TF32) only (dtype %d)", op, (int)dt);
 }
 
-extern "C" swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
-                                                  const float *col_scale, const void *bias, float out_inv, int M,
-                                                  int K, int N, cudaStream_t st) {
-    static const char op[] = "swin_gemm_tma_fp8_gelu_cuda";
+extern "C" swin_status swin_gemm_tma_fp8_out_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                                 const float *col_scale, const void *bias, float out_inv, int gelu,
+                                                 int M, int K, int N, cudaStream_t st) {
+    static const char op[] = "swin_gemm_tma_fp8_out_cuda";
     const Epi ep = {bias, col_scale, out_inv};
+    if (!gelu) return launch<E4M3, FP8_OUT>(op, out_q, in_q, w_q, ep, M, K, N, st);
     return fp8_gelu_h2_ok(out_inv) ? launch<E4M3, FP8_GELU_H2>(op, out_q, in_q, w_q, ep, M, K, N, st)
                                    : launch<E4M3, FP8_GELU>(op, out_q, in_q, w_q, ep, M, K, N, st);
 }

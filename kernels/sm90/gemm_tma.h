@@ -41,9 +41,10 @@ swin_status swin_gemm_tma_ln_gelu_cuda(void *out, const void *x, const float *pa
  * gemm.h swin_gemm_wgmma_linear_fp8_cuda, which checks) */
 swin_status swin_gemm_tma_linear_fp8_cuda(void *out, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
                                           const void *bias, const void *residual, int M, int K, int N, cudaStream_t st);
-/* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv) (gemm.h) */
-swin_status swin_gemm_tma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
-                                        const void *bias, float out_inv, int M, int K, int N, cudaStream_t st);
+/* E4M3: out_q = e4m3(gelu((in_q @ w_q^T) * col_scale + bias) * out_inv), without the GELU where
+ * gelu is 0 (gemm.h swin_gemm_wgmma_fp8_gelu_cuda, swin_gemm_wgmma_fp8_out_cuda) */
+swin_status swin_gemm_tma_fp8_out_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q, const float *col_scale,
+                                       const void *bias, float out_inv, int gelu, int M, int K, int N, cudaStream_t st);
 
 #ifdef __cplusplus
 }

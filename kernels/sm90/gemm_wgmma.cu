@@ -110,7 +110,7 @@ gemm_wgmma_kernel(void *__restrict__ out, const typename E::T *__restrict__ in, 
     swin_pdl_begin();
     typedef typename E::T T;
     constexpr int BK = ROW / E::ESZ;                        /* elements of K a k-tile */
-    constexpr int OSZ = fp8_gelu<EPI>() ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
+    constexpr int OSZ = e4m3_out<EPI>() ? 1 : E::ESZ, OROW = BN * OSZ;   /* output bytes an element, a tile row */
     extern __shared__ unsigned char smem_raw[];
     /* the pipeline's stages from a 1024-byte aligned shared address on (the swizzle's atoms) */
     const uint32_t s0 = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -286,10 +286,10 @@ extern "C" swin_status swin_gemm_wgmma_linear_fp8_cuda(void *out, const uint8_t 
     return swin_gemm_tma_linear_fp8_cuda(out, in_q, w_q, col_scale, bias, residual, M, K, N, st);
 }
 
-extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
-                                                    const float *col_scale, const void *bias, float out_inv, int M,
-                                                    int K, int N, cudaStream_t st) {
-    static const char op[] = "swin_gemm_wgmma_fp8_gelu_cuda";
+/* FP8 layers with E4M3 outputs: fc1 + GELU (gelu 1) or the qkv GEMM (gelu 0, FP8_OUT) */
+static swin_status fp8_out(const char *op, int gelu, uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                           const float *col_scale, const void *bias, float out_inv, int M, int K, int N,
+                           cudaStream_t st) {
     if (!out_q || !in_q || !w_q || !col_scale)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: out_q, in_q, w_q and col_scale must not be NULL", op);
     if (M <= 0 || K <= 0 || N <= 0 || K % 16 || N % 16)
@@ -307,10 +307,23 @@ extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8
     if (!swin_gemm_wgmma_available())
         return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs a GPU of compute capability 9.0 (wgmma, sm_90a)", op);
     if (swin_gemm_tma_wanted(M, N))
-        return swin_gemm_tma_fp8_gelu_cuda(out_q, in_q, w_q, col_scale, bias, out_inv, M, K, N, st);
+        return swin_gemm_tma_fp8_out_cuda(out_q, in_q, w_q, col_scale, bias, out_inv, gelu, M, K, N, st);
     const Epi ep = {bias, col_scale, out_inv};
+    if (!gelu) return launch<E4M3, FP8_OUT>(out_q, in_q, w_q, ep, M, K, N, st);
     return fp8_gelu_h2_ok(out_inv) ? launch<E4M3, FP8_GELU_H2>(out_q, in_q, w_q, ep, M, K, N, st)
                                    : launch<E4M3, FP8_GELU>(out_q, in_q, w_q, ep, M, K, N, st);
+}
+
+extern "C" swin_status swin_gemm_wgmma_fp8_gelu_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                                    const float *col_scale, const void *bias, float out_inv, int M,
+                                                    int K, int N, cudaStream_t st) {
+    return fp8_out("swin_gemm_wgmma_fp8_gelu_cuda", 1, out_q, in_q, w_q, col_scale, bias, out_inv, M, K, N, st);
+}
+
+extern "C" swin_status swin_gemm_wgmma_fp8_out_cuda(uint8_t *out_q, const uint8_t *in_q, const uint8_t *w_q,
+                                                   const float *col_scale, const void *bias, int M, int K, int N,
+                                                   cudaStream_t st) {
+    return fp8_out("swin_gemm_wgmma_fp8_out_cuda", 0, out_q, in_q, w_q, col_scale, bias, 1.0f, M, K, N, st);
 }
 
 extern "C" int swin_gemm_ln_fold_supports(swin_dtype dt, int C, int H) {
