@@ -33,10 +33,13 @@ int swin_engine_pdl(const swin_engine *e);
 
 /* ---- FP8 (src/fp8.h for the arithmetic; implemented in src/cuda/engine.c and kernels/).
  * An engine created with o->calibrate (any precision but fp8) records, on every forward (never
- * captured), the largest |value| entering each FP8 site; swin_engine_amax copies them to host
- * amax[n] (n = swin_fp8_sites(m)); they only grow until the engine is freed.
+ * captured), the largest |value| entering each FP8 site and leaving each qkv site per output
+ * channel; swin_engine_amax copies them to host amax[n] (n = swin_fp8_scale_count(m), src/fp8.h's
+ * layout); they only grow until the engine is freed.
  * An SWIN_FP8 engine quantises its site weights at creation (per output channel) and refuses to
- * run until it has its input scales: swin_engine_set_fp8_scales (host scale[n], each finite > 0).
+ * run until it has its scales: swin_engine_set_fp8_scales (host scale[n], n as above: each input
+ * scale finite > 0; a qkv site's output scales all > 0, then q, k, v are stored in E4M3 where the
+ * kernels take the block, or all 0, then they stay fp16).
  * swin_engine_calibrate_forward runs an SWIN_FP8 engine's forward in fp16 with recording (the
  * session's default calibration, before the scales exist); then swin_engine_amax. */
 swin_status swin_engine_amax(swin_engine *e, float *amax, int n);

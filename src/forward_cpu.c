@@ -11,14 +11,16 @@
  *   hid  [T, hidden]  the MLP hidden layer; also the im2col patches and the 2x2 merge gather
  *   pool [B, C_last]  the pooled features before the head
  * The GEMMs of the FP8 sites (src/fp8.h: merge reductions, qkv, proj, fc1, fc2) go through
- * site_linear, which records their inputs' max |x| (calibration) or runs them in emulated FP8
- * when the caller asks (swin_forward_cpu_fp8); otherwise they are plain fp32 linears.
+ * site_linear, which records their inputs' max |x| (calibration; qkv_linear also its output's
+ * max |y| per channel) or runs them in emulated FP8 when the caller asks (swin_forward_cpu_fp8);
+ * otherwise they are plain fp32 linears.
  * Test: tests/test_forward_cpu.c (per-stage features against timm/transformers) and
  * tests/cli_verify.sh (logits of every tests/data/ref_* fixture); tests/test_fp8.c, tests/cli_fp8.sh.
  */
 #include <math.h>
 #include <string.h>
 
+#include "fp8.h"
 #include "internal.h"
 #include "layers.h"
 
@@ -96,6 +98,7 @@ size_t swin_forward_cpu_xq_floats(const swin_model *m, int B) {
 typedef struct {
     const swin_fp8_forward *fp8;   /* NULL: plain fp32 */
     int next;                      /* the site the next site_linear call runs */
+    int next_out;                  /* the next qkv site's out_off: qkv sites come in site order */
 } fp8_sites;
 
 /* fp32 as swin_linear_cpu, recording the input's max |x| when calibrating; or the FP8 GEMM */
@@ -111,13 +114,21 @@ static void site_linear(fp8_sites *q, float *out, const float *in, const swin_li
     else swin_linear_cpu(out, in, w, residual, M, K, N, act);
 }
 
+/* a qkv site: site_linear, then its output's max |y| per channel when calibrating (q, k and v's
+ * scales), over all M rows, padding windows' included (fp8.h) */
+static void qkv_linear(fp8_sites *q, float *out, const float *in, const swin_linear_w *w, int M, int K, int N) {
+    site_linear(q, out, in, w, NULL, M, K, N, SWIN_ACT_NONE);
+    if (q->fp8 && q->fp8->amax) swin_absmax_cols_cpu(q->fp8->amax + q->next_out, out, M, N);
+    q->next_out += N;
+}
+
 // ---- one block: x [B, res_h, res_w, C] updated in place; attention over the padded windows
 // (Tp tokens, padding included), the MLP over the T image tokens
 
 static void block_v1(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s, fp8_sites *q) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_ln_shift_partition_cpu(s->win, s->x, &w->norm1, d);
-    site_linear(q, s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
+    qkv_linear(q, s->qkv, s->win, &w->qkv, Tp, C, 3 * C);
     swin_window_attention_cpu(s->win, s->qkv, w->bias_table, w->attn_scale, d);
     site_linear(q, s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
     swin_window_reverse_residual_ln_cpu(s->x, s->win, s->qkv, &w->norm2, d);
@@ -128,7 +139,7 @@ static void block_v1(const swin_block_w *w, const swin_dims *d, int hidden, cpu_
 static void block_v2(const swin_block_w *w, const swin_dims *d, int hidden, cpu_scratch *s, fp8_sites *q) {
     int T = d->B * swin_dims_tokens(d), Tp = d->B * swin_dims_nw(d) * swin_dims_n(d), C = d->C;
     swin_ln_shift_partition_cpu(s->win, s->x, NULL, d);
-    site_linear(q, s->qkv, s->win, &w->qkv, NULL, Tp, C, 3 * C, SWIN_ACT_NONE);
+    qkv_linear(q, s->qkv, s->win, &w->qkv, Tp, C, 3 * C);
     swin_window_attention_cpu(s->win, s->qkv, w->bias_table, w->attn_scale, d);
     site_linear(q, s->qkv, s->win, &w->proj, NULL, Tp, C, C, SWIN_ACT_NONE);
     swin_window_reverse_residual_cpu(s->x, s->qkv, &w->norm1, d);
@@ -145,7 +156,7 @@ void swin_forward_cpu_fp8(float *logits, const float *img, const swin_model *m, 
     const swin_weights *w = &m->w;
     cpu_scratch s;
     carve(m, B, (char *)scratch, &s);
-    fp8_sites q = {fp8, 0};
+    fp8_sites q = {fp8, 0, swin_fp8_sites(m, NULL)};
 
     // patch embedding: im2col -> linear -> LayerNorm (-> + absolute position)
     const swin_stage_w *first = &w->stages[0];

@@ -18,10 +18,13 @@
 #include <unistd.h>
 
 #include "fp8_session.h"
+#include "layers.h"
 #include "internal.h"
 
 #define SCALES_FORMAT "swin-fp8-scales"
-#define SCALES_VERSION 1
+#define SCALES_VERSION 2   /* written; 1 (no channel scales) is read too */
+/* Swin-L, the largest: 54,144 qkv output channels (24 blocks, N up to 4608), each with an amax
+ * and a scale of ~21 printed bytes (as in the digits model's file): about 2.5 MB */
 #define SCALES_MAX_BYTES (16u << 20)
 
 // ---- E4M3: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN.
@@ -56,27 +59,62 @@ float swin_e4m3_to_float(uint8_t v) {
 
 // ---- sites
 
-int swin_fp8_sites(const swin_model *m, swin_fp8_site *out) {
+/* the sites of m without filling them: a merge per stage after the first, four per block */
+static int count_sites(const swin_model *m) {
     int n = 0;
+    for (int s = 0; s < m->cfg.num_stages; s++) n += m->w.stages[s].has_merge + 4 * m->w.stages[s].depth;
+    return n;
+}
+
+int swin_fp8_sites(const swin_model *m, swin_fp8_site *out) {
+    int n = 0, off = count_sites(m);   /* the qkv output channels' entries follow the sites' */
     for (int s = 0; s < m->cfg.num_stages; s++) {
         const swin_stage_w *st = &m->w.stages[s];
         if (st->has_merge) {
             if (out) out[n] = (swin_fp8_site){SWIN_SITE_REDUCTION, s, -1, &st->merge.reduction, 4 * m->w.stages[s - 1].dim,
-                                         st->dim};
+                                         st->dim, -1};
             n++;
         }
         for (int b = 0; b < st->depth; b++) {
             const swin_block_w *bw = &st->blocks[b];
             if (out) {
-                out[n] = (swin_fp8_site){SWIN_SITE_QKV, s, b, &bw->qkv, st->dim, 3 * st->dim};
-                out[n + 1] = (swin_fp8_site){SWIN_SITE_PROJ, s, b, &bw->proj, st->dim, st->dim};
-                out[n + 2] = (swin_fp8_site){SWIN_SITE_FC1, s, b, &bw->fc1, st->dim, st->hidden};
-                out[n + 3] = (swin_fp8_site){SWIN_SITE_FC2, s, b, &bw->fc2, st->hidden, st->dim};
+                out[n] = (swin_fp8_site){SWIN_SITE_QKV, s, b, &bw->qkv, st->dim, 3 * st->dim, off};
+                out[n + 1] = (swin_fp8_site){SWIN_SITE_PROJ, s, b, &bw->proj, st->dim, st->dim, -1};
+                out[n + 2] = (swin_fp8_site){SWIN_SITE_FC1, s, b, &bw->fc1, st->dim, st->hidden, -1};
+                out[n + 3] = (swin_fp8_site){SWIN_SITE_FC2, s, b, &bw->fc2, st->hidden, st->dim, -1};
             }
             n += 4;
+            off += 3 * st->dim;
         }
     }
     return n;
+}
+
+int swin_fp8_scale_count(const swin_model *m) {
+    int n = count_sites(m);
+    for (int s = 0; s < m->cfg.num_stages; s++) n += m->w.stages[s].depth * 3 * m->w.stages[s].dim;
+    return n;
+}
+
+int swin_fp8_qkv_e4m3_on(void) {
+    static int on = -1;
+    if (on < 0) on = swin_env_on("SWIN_FP8_QKV", 1);
+    return on;
+}
+
+float swin_fp8_qkv_scale(float so) {
+    float x = fminf(fmaxf(so, 0x1p-14f), 65504.0f);   /* fp16's normal range */
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u += 0x0FFFu + ((u >> 13) & 1u);   /* 24 -> 11 significant bits, ties to even */
+    u &= ~0x1FFFu;
+    memcpy(&x, &u, sizeof x);
+    return fminf(x, 65504.0f);
+}
+
+int swin_fp8_qkv_e4m3_block(const swin_dims *d) {
+    const int n = swin_dims_n(d);
+    return swin_fp8_qkv_e4m3_on() && d->version == 1 && d->head_dim == 32 && n >= 49 && n <= 64 && d->C % 16 == 0;
 }
 
 void swin_fp8_site_name(const swin_fp8_site *s, char *buf, size_t size) {
@@ -108,59 +146,123 @@ void swin_fp8_scales_from_amax(int n, const float *amax, float margin, float *sc
 
 // ---- the scales file
 
-/* The model's sites and their names; *names is n * 64 chars. */
-static swin_status site_names(const swin_model *m, const char *path, int *n, char **names) {
-    *n = swin_fp8_sites(m, NULL);
-    swin_fp8_site *sites = malloc(sizeof *sites * (size_t)(*n > 0 ? *n : 1));
-    *names = calloc((size_t)(*n > 0 ? *n : 1), 64);
-    if (!sites || !*names) {
-        free(sites);
-        free(*names);
+/* The model's sites and their names, for the file's messages. */
+typedef struct {
+    int n;
+    swin_fp8_site *site;   /* [n] */
+    char (*name)[64];      /* [n] */
+} site_table;
+
+static void table_free(site_table *t) {
+    free(t->site);
+    free(t->name);
+}
+
+static swin_status table_make(const swin_model *m, const char *path, site_table *t) {
+    t->n = swin_fp8_sites(m, NULL);
+    t->site = malloc(sizeof *t->site * (size_t)(t->n > 0 ? t->n : 1));
+    t->name = calloc((size_t)(t->n > 0 ? t->n : 1), sizeof *t->name);
+    if (!t->site || !t->name) {
+        table_free(t);
         return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
     }
-    swin_fp8_sites(m, sites);
-    for (int i = 0; i < *n; i++) swin_fp8_site_name(&sites[i], *names + (size_t)i * 64, 64);
-    free(sites);
+    swin_fp8_sites(m, t->site);
+    for (int i = 0; i < t->n; i++) swin_fp8_site_name(&t->site[i], t->name[i], sizeof t->name[i]);
     return SWIN_OK;
 }
 
+/* The site of entry i of a scale / amax array, and *channel its output channel (-1: the input). */
+static int table_entry(const site_table *t, int i, int *channel) {
+    *channel = -1;
+    if (i < t->n) return i;
+    int k = 0;
+    while (k < t->n && !(t->site[k].out_off >= 0 && i < t->site[k].out_off + t->site[k].N)) k++;
+    *channel = i - t->site[k].out_off;   /* i < swin_fp8_scale_count: the last qkv site at most */
+    return k;
+}
+
 swin_status swin_fp8_check_amax(const swin_model *m, const float *amax, const char *where) {
-    int n = swin_fp8_sites(m, NULL);
+    int n = swin_fp8_scale_count(m);
     for (int i = 0; i < n; i++) {
         if (isfinite(amax[i])) continue;
-        char *names = NULL;
-        SWIN_TRY(site_names(m, where, &n, &names));
-        swin_status st = swin_fail(SWIN_ERR_VALUE, "%s: site '%s' saw a non-finite value (amax %g): no scale", where,
-                                   names + (size_t)i * 64, (double)amax[i]);
-        free(names);
+        site_table t;
+        SWIN_TRY(table_make(m, where, &t));
+        int channel, k = table_entry(&t, i, &channel);
+        swin_status st = channel < 0
+            ? swin_fail(SWIN_ERR_VALUE, "%s: site '%s' saw a non-finite value (amax %g): no scale", where, t.name[k],
+                        (double)amax[i])
+            : swin_fail(SWIN_ERR_VALUE, "%s: site '%s' output channel %d saw a non-finite value (amax %g): no scale",
+                        where, t.name[k], channel, (double)amax[i]);
+        table_free(&t);
         return st;
     }
     return SWIN_OK;
 }
 
-static swin_status check_header(const cJSON *root, const char *path) {
+/* the version (1 or 2) into *version */
+static swin_status check_header(const cJSON *root, const char *path, int *version) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (!cJSON_IsString(f) || strcmp(f->valuestring, SCALES_FORMAT))
         return swin_fail(SWIN_ERR_FORMAT, "%s: key 'format' is not \"" SCALES_FORMAT "\" (not an FP8 scales file)", path);
-    if (!cJSON_IsNumber(v) || v->valuedouble != SCALES_VERSION)
-        return swin_fail(SWIN_ERR_FORMAT, "%s: key 'version' is not %d (a scales file this swin cannot read)", path,
+    if (!cJSON_IsNumber(v) || (v->valuedouble != 1 && v->valuedouble != SCALES_VERSION))
+        return swin_fail(SWIN_ERR_FORMAT, "%s: key 'version' is not 1 or %d (a scales file this swin cannot read)", path,
                          SCALES_VERSION);
     if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "sites")))
         return swin_fail(SWIN_ERR_FORMAT, "%s: key 'sites' is missing or not an object", path);
+    *version = (int)v->valuedouble;
     return SWIN_OK;
 }
 
-/* every entry of "sites" is a site of the model, once, with a good scale (into scale[index]) */
-static swin_status read_sites(const cJSON *sites, const char *path, const char *names, int n, float *scale,
-                              char *seen) {
+/* a qkv site's "out_scale" (version 2), N good numbers, into scale[0 .. N) */
+static swin_status read_out_scale(const cJSON *a, const char *path, const char *site, int N, float *scale) {
+    if (!cJSON_IsArray(a))
+        return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'out_scale' is not an array", path, site);
+    int found = cJSON_GetArraySize(a), j = 0;
+    if (found != N)
+        return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'out_scale' has %d entries, expected %d (q, k and v's "
+                         "channels)", path, site, found, N);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || !scale_ok(e->valuedouble))
+            return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'out_scale' entry %d must be a finite number >= %g", path,
+                             site, j, (double)FLT_MIN);
+        scale[j] = (float)e->valuedouble;
+        if (!scale_ok(scale[j]))   /* a double that rounds to 0 or inf as a float */
+            return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'out_scale' entry %d, %g, is out of the float range",
+                             path, site, j, e->valuedouble);
+        j++;
+    }
+    return SWIN_OK;
+}
+
+static int site_index(const site_table *t, const char *name) {
+    int i = 0;
+    while (i < t->n && strcmp(t->name[i], name)) i++;
+    return i;
+}
+
+/* every entry of "sites" is a site of the model, once, and every site is there: checked before
+ * the values, so that another model's file is told by its names */
+static swin_status match_sites(const cJSON *sites, const char *path, const site_table *t, char *seen) {
     const cJSON *e;
     cJSON_ArrayForEach(e, sites) {
-        int i = 0;
-        while (i < n && strcmp(names + (size_t)i * 64, e->string)) i++;
-        if (i == n) return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s' is not a site of this model", path, e->string);
+        int i = site_index(t, e->string);
+        if (i == t->n) return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s' is not a site of this model", path, e->string);
         if (seen[i]) return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s' appears twice", path, e->string);
         seen[i] = 1;
+    }
+    for (int i = 0; i < t->n; i++)
+        if (!seen[i]) return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s' is missing", path, t->name[i]);
+    return SWIN_OK;
+}
+
+/* each site's good scale (into scale[index]) and, from version 2 on, a qkv site's channel scales
+ * when it has them (into scale[out_off ..)) */
+static swin_status read_sites(const cJSON *sites, const char *path, const site_table *t, int version, float *scale) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sites) {
+        int i = site_index(t, e->string);
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(e, "scale");
         if (!cJSON_IsNumber(s) || !scale_ok(s->valuedouble))
             return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'scale' must be a finite number >= %g", path, e->string,
@@ -169,17 +271,22 @@ static swin_status read_sites(const cJSON *sites, const char *path, const char *
         if (!scale_ok(scale[i]))   /* a double that rounds to 0 or inf as a float */
             return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'scale' %g is out of the float range", path, e->string,
                              s->valuedouble);
+        const cJSON *out = version >= 2 ? cJSON_GetObjectItemCaseSensitive(e, "out_scale") : NULL;
+        if (!out) continue;   /* no channel scales: q, k, v stay 16-bit */
+        if (t->site[i].out_off < 0)
+            return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s': 'out_scale' on a site that is not an attn.qkv (only q, "
+                             "k and v have channel scales)", path, e->string);
+        SWIN_TRY(read_out_scale(out, path, e->string, t->site[i].N, scale + t->site[i].out_off));
     }
-    for (int i = 0; i < n; i++)
-        if (!seen[i]) return swin_fail(SWIN_ERR_FORMAT, "%s: site '%s' is missing", path, names + (size_t)i * 64);
     return SWIN_OK;
 }
 
 swin_status swin_fp8_scales_read(const swin_model *m, const char *path, float *scale) {
     if (!m || !path || !scale) return swin_fail(SWIN_ERR_ARGUMENT, "swin_fp8_scales_read: NULL argument");
-    char *text = NULL, *names = NULL, *seen = NULL;
+    char *text = NULL, *seen = NULL;
+    site_table t = {0};
     size_t len = 0;
-    int n = 0;
+    int version = 0, n = swin_fp8_sites(m, NULL);
     SWIN_TRY(swin_read_text(path, SCALES_MAX_BYTES, &text, &len));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -188,14 +295,19 @@ swin_status swin_fp8_scales_read(const swin_model *m, const char *path, float *s
         st = swin_fail(SWIN_ERR_FORMAT, "%s: malformed JSON near byte %ld", path, (long)(end ? end - text : 0));
     else if (!cJSON_IsObject(root))
         st = swin_fail(SWIN_ERR_FORMAT, "%s: not a JSON object", path);
-    if (st == SWIN_OK) st = check_header(root, path);
-    if (st == SWIN_OK) st = site_names(m, path, &n, &names);
+    if (st == SWIN_OK) st = check_header(root, path, &version);
+    if (st == SWIN_OK) st = table_make(m, path, &t);
     if (st == SWIN_OK && !(seen = calloc((size_t)n + 1, 1))) st = swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
-    if (st == SWIN_OK)
-        st = read_sites(cJSON_GetObjectItemCaseSensitive(root, "sites"), path, names, n, scale, seen);
+    if (st == SWIN_OK) {
+        /* channel scales 0 unless the file has them */
+        memset(scale + n, 0, sizeof(float) * (size_t)(swin_fp8_scale_count(m) - n));
+        const cJSON *sites = cJSON_GetObjectItemCaseSensitive(root, "sites");
+        st = match_sites(sites, path, &t, seen);
+        if (st == SWIN_OK) st = read_sites(sites, path, &t, version, scale);
+    }
     cJSON_Delete(root);
     free(text);
-    free(names);
+    table_free(&t);
     free(seen);
     return st;
 }
@@ -235,15 +347,27 @@ static swin_status write_atomic(const char *path, const char *text) {
     return ok ? SWIN_OK : swin_fail(SWIN_ERR_IO, "%s: cannot write (%s)", path, strerror(e));
 }
 
+/* a qkv site's output channels: their amax and scales, beside the site's own */
+static void add_out_arrays(cJSON *e, const swin_fp8_site *site, const float *amax, const float *scale) {
+    cJSON_AddItemToObject(e, "out_amax", cJSON_CreateFloatArray(amax + site->out_off, site->N));
+    cJSON_AddItemToObject(e, "out_scale", cJSON_CreateFloatArray(scale + site->out_off, site->N));
+}
+
 swin_status swin_fp8_scales_write(const swin_model *m, const char *path, const float *amax, float margin,
                                   const char *source, int images) {
     if (!m || !path || !amax || !source) return swin_fail(SWIN_ERR_ARGUMENT, "swin_fp8_scales_write: NULL argument");
     if (!(margin > 0.0f) || !isfinite(margin))
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: margin %g must be a finite number > 0", path, (double)margin);
     SWIN_TRY(swin_fp8_check_amax(m, amax, path));
-    int n;
-    char *names;
-    SWIN_TRY(site_names(m, path, &n, &names));
+    int count = swin_fp8_scale_count(m);
+    site_table t;
+    SWIN_TRY(table_make(m, path, &t));
+    float *scale = malloc(sizeof(float) * (size_t)count);
+    if (!scale) {
+        table_free(&t);
+        return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
+    }
+    swin_fp8_scales_from_amax(count, amax, margin, scale);
     cJSON *root = cJSON_CreateObject(), *sites;
     cJSON_AddStringToObject(root, "format", SCALES_FORMAT);
     cJSON_AddNumberToObject(root, "version", SCALES_VERSION);
@@ -252,16 +376,16 @@ swin_status swin_fp8_scales_write(const swin_model *m, const char *path, const f
     cJSON_AddStringToObject(root, "source", source);
     cJSON_AddNumberToObject(root, "images", images);
     sites = cJSON_AddObjectToObject(root, "sites");
-    for (int i = 0; i < n; i++) {
-        float scale;
-        swin_fp8_scales_from_amax(1, &amax[i], margin, &scale);
-        cJSON *e = cJSON_AddObjectToObject(sites, names + (size_t)i * 64);
+    for (int i = 0; i < t.n; i++) {
+        cJSON *e = cJSON_AddObjectToObject(sites, t.name[i]);
         cJSON_AddNumberToObject(e, "amax", amax[i]);
-        cJSON_AddNumberToObject(e, "scale", scale);
+        cJSON_AddNumberToObject(e, "scale", scale[i]);
+        if (t.site[i].out_off >= 0) add_out_arrays(e, &t.site[i], amax, scale);
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    free(names);
+    table_free(&t);
+    free(scale);
     if (!text) return swin_fail(SWIN_ERR_MEMORY, "%s: out of memory", path);
     swin_status st = write_atomic(path, text);
     free(text);

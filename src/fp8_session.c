@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -39,7 +40,7 @@ static void warn(const swin_session_options *o, const char *msg) {
 static swin_status calibrate_random(const swin_model *m, const swin_session_options *o, swin_fp8_record_fn record,
                                     void *ctx, float *scale) {
     const swin_config *c = &m->cfg;
-    int n = swin_fp8_sites(m, NULL), B = o->max_batch < SWIN_FP8_RANDOM_IMAGES ? o->max_batch : SWIN_FP8_RANDOM_IMAGES;
+    int n = swin_fp8_scale_count(m), B = o->max_batch < SWIN_FP8_RANDOM_IMAGES ? o->max_batch : SWIN_FP8_RANDOM_IMAGES;
     float *x = malloc(sizeof(float) * 3 * c->img_h * c->img_w * (size_t)B);
     float *amax = calloc((size_t)n + 1, sizeof(float));
     swin_status st = x && amax ? SWIN_OK : swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 calibration");
@@ -70,25 +71,34 @@ swin_status swin_fp8_input_scales(const swin_model *m, const swin_session_option
 #ifdef SWIN_HAVE_CUDA
 typedef struct {
     swin_engine *e;
-    int sites;
+    int scales;   /* swin_fp8_scale_count */
 } engine_ctx;
 
 static swin_status engine_record(void *ctx, const float *x, int n, float *amax) {
     engine_ctx *c = ctx;
     SWIN_TRY(swin_engine_calibrate_forward(c->e, x, n));
-    return swin_engine_amax(c->e, amax, c->sites);
+    return swin_engine_amax(c->e, amax, c->scales);
 }
 
 swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swin_session_options *o) {
-    engine_ctx c = {e, swin_fp8_sites(m, NULL)};
-    float *scale = calloc((size_t)c.sites + 1, sizeof(float));
+    engine_ctx c = {e, swin_fp8_scale_count(m)};
+    float *scale = calloc((size_t)c.scales + 1, sizeof(float));
     if (!scale) return swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 scales");
     swin_status st = swin_fp8_input_scales(m, o, engine_record, &c, scale);
-    if (st == SWIN_OK) st = swin_engine_set_fp8_scales(e, scale, c.sites);
+    if (st == SWIN_OK) st = swin_engine_set_fp8_scales(e, scale, c.scales);
     free(scale);
     return st;
 }
 #endif
+
+/* a qkv site's channel scales in scale[] when it has them (all N > 0, or all 0: no E4M3 q, k, v) */
+/* a qkv site's channel scales where it stores q, k, v in E4M3 (fp8.h swin_fp8_qkv_e4m3_block: as
+ * the GPU does), else NULL */
+static const float *channel_scales(const swin_model *m, const swin_fp8_site *site, const float *scale) {
+    if (site->out_off < 0 || !(scale[site->out_off] > 0.0f)) return NULL;
+    const swin_dims d = swin_block_dims(m, site->stage, site->block, 1);
+    return swin_fp8_qkv_e4m3_block(&d) ? scale + site->out_off : NULL;
+}
 
 swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const float *scale, swin_fp8_forward *out,
                                       size_t *bytes) {
@@ -96,13 +106,14 @@ swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const 
     swin_fp8_site *site = malloc(sizeof *site * (size_t)(n > 0 ? n : 1));
     if (!site) return swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 sites");
     swin_fp8_sites(m, site);
-    // one allocation: the sites' parameters, the xq scratch, then per site wq [N, K] and ws [N]
+    // one allocation: the sites' parameters, the xq scratch, then per site wq [N, K], ws [N] and,
+    // for a qkv site with them, a copy of its channel scales [N] (the caller frees scale[])
     size_t off = 0, most = 0, xq = swin_forward_cpu_xq_floats(m, max_batch);
     swin_carve(NULL, &off, sizeof(swin_fp8_linear_w) * (size_t)n);
     swin_carve(NULL, &off, sizeof(float) * xq);
     for (int i = 0; i < n; i++) {
-        size_t nk = (size_t)site[i].N * site[i].K;
-        swin_carve(NULL, &off, sizeof(float) * (nk + (size_t)site[i].N));
+        size_t nk = (size_t)site[i].N * site[i].K, so = channel_scales(m, &site[i], scale) ? (size_t)site[i].N : 0;
+        swin_carve(NULL, &off, sizeof(float) * (nk + (size_t)site[i].N + so));
         if (nk > most) most = nk;
     }
     char *base = malloc(off);
@@ -118,10 +129,13 @@ swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const 
     out->xq = swin_carve(base, &off, sizeof(float) * xq);
     for (int i = 0; i < n; i++) {
         int N = site[i].N, K = site[i].K;
-        float *wq = swin_carve(base, &off, sizeof(float) * ((size_t)N * K + (size_t)N)), *ws = wq + (size_t)N * K;
+        const float *so = channel_scales(m, &site[i], scale);
+        float *wq = swin_carve(base, &off, sizeof(float) * ((size_t)N * K + (size_t)N + (so ? (size_t)N : 0)));
+        float *ws = wq + (size_t)N * K, *out_s = so ? ws + N : NULL;
         swin_fp8_quantize_weights(site[i].w, N, K, q, ws);
         for (size_t k = 0; k < (size_t)N * K; k++) wq[k] = swin_e4m3_to_float(q[k]);
-        w[i] = (swin_fp8_linear_w){wq, ws, site[i].w->b, scale[i]};
+        for (int j = 0; so && j < N; j++) out_s[j] = swin_fp8_qkv_scale(so[j]);
+        w[i] = (swin_fp8_linear_w){wq, ws, site[i].w->b, scale[i], out_s};
     }
     free(q);
     free(site);

@@ -19,27 +19,31 @@
  * the model's mean and std as timm's ToTensor + Normalize would. */
 void swin_fp8_random_images(const swin_config *c, int first, int n, float *out);
 
-/* SWIN_ERR_VALUE naming `where` and the first site whose amax is not finite; else SWIN_OK. */
+/* SWIN_ERR_VALUE naming `where` and the first site (and qkv output channel) whose amax is not
+ * finite, over swin_fp8_scale_count(m) entries; else SWIN_OK. */
 swin_status swin_fp8_check_amax(const swin_model *m, const float *amax, const char *where);
 
-/* The input scales of an SWIN_FP8 session or engine: read from o->fp8_scales, or the default
- * calibration: the random images in batches of at most o->max_batch through record, a forward
- * that leaves the running max |input| of every site in amax[swin_fp8_sites(m)], then margin 2 and
- * a warning through o->warn (stderr when NULL) that real images (`swin calibrate`) do better. */
+/* The scales of an SWIN_FP8 session or engine, scale[swin_fp8_scale_count(m)]: read from
+ * o->fp8_scales, or the default calibration: the random images in batches of at most o->max_batch
+ * through record, a forward that leaves the running max |input| of every site and max |output| of
+ * every qkv channel in amax[swin_fp8_scale_count(m)], then margin 2 and a warning through o->warn
+ * (stderr when NULL) that real images (`swin calibrate`) do better. */
 typedef swin_status (*swin_fp8_record_fn)(void *ctx, const float *x, int n, float *amax);
 swin_status swin_fp8_input_scales(const swin_model *m, const swin_session_options *o, swin_fp8_record_fn record,
                                   void *ctx, float *scale);
 
 #ifdef SWIN_HAVE_CUDA
 #include "engine.h"
-/* An SWIN_FP8 engine's input scales (swin_fp8_input_scales through swin_engine_calibrate_forward),
+/* An SWIN_FP8 engine's scales (swin_fp8_input_scales through swin_engine_calibrate_forward),
  * then swin_engine_set_fp8_scales: what a session does; for callers holding an engine (swin bench). */
 swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swin_session_options *o);
 #endif
 
 /* The CPU emulation: every site's weights quantised (swin_fp8_quantize_weights) and decoded to
- * float, with scale[i] as its input scale, and the xq scratch for max_batch, in one allocation
- * (*bytes) that swin_fp8_emulation_free releases. */
+ * float, with scale[i] as its input scale and, for a qkv site whose channel scales in scale[] are
+ * > 0, a copy of them (E4M3 q, k, v), and the xq scratch for max_batch, in one allocation
+ * (*bytes) that swin_fp8_emulation_free releases. scale has swin_fp8_scale_count(m) entries; the
+ * caller keeps it. */
 swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const float *scale, swin_fp8_forward *out,
                                       size_t *bytes);
 void swin_fp8_emulation_free(swin_fp8_forward *f);

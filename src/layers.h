@@ -117,28 +117,33 @@ void swin_ln_pool_cpu(float *out, const float *x, const swin_ln_w *ln, int B, in
 
 /* ---- FP8 GEMM sites (src/fp8.h), emulated in fp32 */
 /* One site's weights quantised per output channel (swin_fp8_quantize_weights), decoded to float,
- * and its input scale. */
+ * its input scale, and for a qkv site with E4M3 q, k, v its output's channel scales. */
 typedef struct {
-    const float *wq;   /* [N, K] the E4M3 values of w[n, k] / ws[n], as floats */
-    const float *ws;   /* [N] per output channel weight scales */
-    const float *b;    /* [N] the model's bias, or NULL */
-    float s;           /* the input scale (scales file) */
+    const float *wq;      /* [N, K] the E4M3 values of w[n, k] / ws[n], as floats */
+    const float *ws;      /* [N] per output channel weight scales */
+    const float *b;       /* [N] the model's bias, or NULL */
+    float s;              /* the input scale (scales file) */
+    const float *out_s;   /* [N] per-channel output scales (QKV sites with E4M3 q, k, v), or NULL */
 } swin_fp8_linear_w;
 /* out [M, N] = act((sum_k xq[m, k] * wq[n, k]) * s * ws[n] + b[n]) (+ residual [M, N], may alias
  * out), xq = e4m3(in [M, K] * (1 / s)): fp8.h's arithmetic. The products of two E4M3 values are
  * exact in fp32; their sum is taken in double and rounded once to fp32 (an fp32 accumulator, as
- * the GPU's, differs by about K 2^-24 relative, far below E4M3's 2^-4). xq [M, K] is scratch. */
+ * the GPU's, differs by about K 2^-24 relative, far below E4M3's 2^-4). xq [M, K] is scratch.
+ * With out_s, each value after act, before the residual, makes fp8.h's q, k, v round trip:
+ * e4m3(y * (1 / out_s[n])) * out_s[n] (qkv itself has neither act nor residual). */
 void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w, const float *residual,
                          int M, int K, int N, swin_act act, float *xq);
 /* max |x| over n values (NaN when one is NaN) */
 float swin_absmax_cpu(const float *x, size_t n);
+/* amax[n] = max(amax[n], max_m |x[m, n]|) for x [M, N]: a running max per column (a NaN is kept) */
+void swin_absmax_cols_cpu(float *amax, const float *x, int M, int N);
 
 /* What a forward does at the FP8 sites, numbered as swin_fp8_sites (NULL: plain fp32):
- * amax != NULL records the running max |input| of each site (calibration, fp32 GEMMs);
- * sites != NULL runs each site with swin_linear_fp8_cpu (the emulation), xq its scratch
- * (swin_forward_cpu_xq_floats). */
+ * amax != NULL records the running max |input| of each site and, at each qkv site's out_off, the
+ * running max |output| of each of its channels (calibration, fp32 GEMMs); sites != NULL runs each
+ * site with swin_linear_fp8_cpu (the emulation), xq its scratch (swin_forward_cpu_xq_floats). */
 typedef struct {
-    float *amax;                      /* [sites] or NULL */
+    float *amax;                      /* [swin_fp8_scale_count] or NULL */
     const swin_fp8_linear_w *sites;   /* [sites] or NULL */
     float *xq;
 } swin_fp8_forward;

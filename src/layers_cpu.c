@@ -4,7 +4,8 @@
  * Reductions (dot products, LayerNorm statistics, softmax sums) accumulate in double so that the
  * reference stays ~1e-6 from a float64 PyTorch run. Rows are spread over threads with OpenMP when
  * it is available; results do not depend on the thread count.
- * swin_linear_fp8_cpu is the FP8 sites' GEMM of src/fp8.h, emulated: E4M3 values held in floats.
+ * swin_linear_fp8_cpu is the FP8 sites' GEMM of src/fp8.h (with the qkv output's E4M3 round trip),
+ * emulated: E4M3 values held in floats.
  * Test: tests/test_layers_cpu.c (small hand-checked cases), tests/cli_verify.sh (whole models),
  * tests/test_fp8.c (the FP8 GEMM).
  */
@@ -48,6 +49,11 @@ void swin_linear_cpu(float *out, const float *in, const swin_linear_w *w, const 
     }
 }
 
+/* fp8.h's q, k, v round trip of one output value y of channel scale so */
+static inline float e4m3_round_trip(float y, float so) {
+    return swin_e4m3_to_float(swin_e4m3_from_float(y * (1.0f / so))) * so;
+}
+
 void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w, const float *residual,
                          int M, int K, int N, swin_act act, float *xq) {
     float inv_s = 1.0f / w->s;
@@ -60,6 +66,7 @@ void swin_linear_fp8_cpu(float *out, const float *in, const swin_fp8_linear_w *w
             float y = acc * w->s * w->ws[n];
             if (w->b) y += w->b[n];
             if (act == SWIN_ACT_GELU) y = gelu_erf(y);
+            if (w->out_s) y = e4m3_round_trip(y, w->out_s[n]);
             if (residual) y += residual[(size_t)m * N + n];
             out[(size_t)m * N + n] = y;
         }
@@ -73,6 +80,18 @@ float swin_absmax_cpu(const float *x, size_t n) {
         a = fmaxf(a, fabsf(x[i]));
     }
     return a;
+}
+
+void swin_absmax_cols_cpu(float *amax, const float *x, int M, int N) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float a = amax[n];
+        for (int m = 0; m < M && !isnan(a); m++) {
+            float v = fabsf(x[(size_t)m * N + n]);
+            if (v > a || isnan(v)) a = v;
+        }
+        amax[n] = a;
+    }
 }
 
 /* Statistics of one row of C values: mean and 1/sqrt(biased var + eps). */

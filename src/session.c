@@ -2,7 +2,8 @@
  * FP8 (src/fp8.h): a CPU session in SWIN_FP8 runs the reference with emulated FP8 sites, a CUDA
  * one gives the engine its input scales; either way from options.fp8_scales or, without it, from
  * the default calibration on random images. A calibrating session (options.calibrate) records
- * every site's max |input| (CPU: here; CUDA: the engine) for swin_session_save_scales. */
+ * every site's max |input| and every qkv output channel's max |value| (CPU: here; CUDA: the
+ * engine) for swin_session_save_scales. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ struct swin_session {
     swin_images_timing done_timing;
     /* FP8 sites (fp8.h) */
     int n_sites;
+    int n_scales;            /* entries of a scale or amax array: swin_fp8_scale_count */
     int calibrated;          /* images forwarded by a calibrating session */
     swin_fp8_forward fp8;    /* CPU: amax (calibrate) or sites (SWIN_FP8) for every forward */
     size_t fp8_bytes;        /* CPU SWIN_FP8: the quantised weights and their scratch */
@@ -60,7 +62,7 @@ swin_status swin_cuda_device_count(int *count) {
 
 // ---- FP8: the input scales (fp8_session.c)
 
-/* the CPU's recording forward for the default calibration: fp32, amax per site */
+/* the CPU's recording forward for the default calibration: fp32, amax per site and qkv channel */
 static swin_status cpu_record(void *ctx, const float *x, int n, float *amax) {
     swin_session *s = ctx;
     float *logits = malloc(sizeof(float) * (size_t)s->model->cfg.num_classes * n);
@@ -71,13 +73,13 @@ static swin_status cpu_record(void *ctx, const float *x, int n, float *amax) {
     return SWIN_OK;
 }
 
-/* An SWIN_FP8 session's input scales, then its device's part: the engine's scales, or the CPU's
+/* An SWIN_FP8 session's scales, then its device's part: the engine's scales, or the CPU's
  * quantised weights. */
 static swin_status fp8_setup(swin_session *s) {
 #ifdef SWIN_HAVE_CUDA
     if (s->engine) return swin_fp8_engine_setup(s->engine, s->model, &s->opt);
 #endif
-    float *scale = calloc((size_t)s->n_sites + 1, sizeof(float));
+    float *scale = calloc((size_t)s->n_scales + 1, sizeof(float));
     if (!scale) return swin_fail(SWIN_ERR_MEMORY, "out of memory for the FP8 scales");
     swin_status st = swin_fp8_input_scales(s->model, &s->opt, cpu_record, s, scale);
     if (st == SWIN_OK) st = swin_fp8_emulation_create(s->model, s->opt.max_batch, scale, &s->fp8, &s->fp8_bytes);
@@ -108,6 +110,7 @@ swin_status swin_session_create(const swin_model *m, const swin_session_options 
     s->model = m;
     s->opt = *o;
     s->n_sites = swin_fp8_sites(m, NULL);
+    s->n_scales = swin_fp8_scale_count(m);
     if (o->device == SWIN_DEVICE_CPU) {
         if (o->precision != SWIN_FP32 && o->precision != SWIN_FP8) {
             free(s);
@@ -116,7 +119,7 @@ swin_status swin_session_create(const swin_model *m, const swin_session_options 
         }
         s->scratch_floats = swin_forward_cpu_scratch(m, o->max_batch);
         s->scratch = malloc(s->scratch_floats * sizeof(float));
-        if (o->calibrate) s->fp8.amax = calloc((size_t)s->n_sites + 1, sizeof(float));
+        if (o->calibrate) s->fp8.amax = calloc((size_t)s->n_scales + 1, sizeof(float));
         if (!s->scratch || (o->calibrate && !s->fp8.amax)) {
             size_t mb = s->scratch_floats * sizeof(float) >> 20;
             swin_session_free(s);
@@ -170,9 +173,9 @@ swin_status swin_session_save_scales(const swin_session *s, const char *path, fl
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: the session has forwarded no image yet: nothing to calibrate on", path);
 #ifdef SWIN_HAVE_CUDA
     if (s->engine) {
-        float *amax = calloc((size_t)s->n_sites + 1, sizeof(float));
+        float *amax = calloc((size_t)s->n_scales + 1, sizeof(float));
         if (!amax) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
-        swin_status st = swin_engine_amax(s->engine, amax, s->n_sites);
+        swin_status st = swin_engine_amax(s->engine, amax, s->n_scales);
         if (st == SWIN_OK) st = swin_fp8_scales_write(s->model, path, amax, margin, source, s->calibrated);
         free(amax);
         return st;
@@ -240,9 +243,11 @@ swin_status swin_session_describe(const swin_session *s, char *buf, size_t size)
     int n = snprintf(buf, size, "device cpu, %s%s, max batch %d\n  activations  %12zu bytes\n",
                      swin_precision_str(s->opt.precision), s->fp8.sites ? " (emulated)" : "", s->opt.max_batch,
                      s->scratch_floats * sizeof(float));
+    int qkv_e4m3 = 0;   /* the scales carry q, k and v's channel scales (not a version 1 file) */
+    for (int i = 0; s->fp8.sites && i < s->n_sites; i++) qkv_e4m3 |= s->fp8.sites[i].out_s != NULL;
     if (s->fp8.sites && n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, "  fp8 weights  %12zu bytes (%d sites, decoded to fp32, and their input "
-                 "scratch)\n", s->fp8_bytes, s->n_sites);
+                 "scratch)%s\n", s->fp8_bytes, s->n_sites, qkv_e4m3 ? "; q, k, v in E4M3" : "");
     return SWIN_OK;
 }
 

@@ -129,8 +129,9 @@ double swin_model_gflops(const swin_model *model);
 /* ---- execution */
 typedef enum { SWIN_DEVICE_CPU = 0, SWIN_DEVICE_CUDA = 1 } swin_device;
 /* SWIN_FP8: the linear layers of the blocks and merges in E4M3 with calibrated input scales and
- * per-channel weight scales (src/fp8.h), the rest fp16; CUDA on compute capability 8.9 or newer,
- * and on the CPU as an emulation (fp32 arithmetic on E4M3-rounded GEMM inputs and weights). */
+ * per-channel weight scales, and attention's q, k, v stored in E4M3 with calibrated per-channel
+ * scales when the scales have them (src/fp8.h), the rest fp16; CUDA on compute capability 8.9 or
+ * newer, and on the CPU as an emulation (fp32 arithmetic on E4M3-rounded values). */
 typedef enum { SWIN_FP32 = 0, SWIN_TF32 = 1, SWIN_FP16 = 2, SWIN_BF16 = 3, SWIN_FP8 = 4 } swin_precision;
 typedef enum { SWIN_ATTN_FUSED = 0, SWIN_ATTN_UNFUSED = 1 } swin_attention;
 /* The MLP's fc1 + GELU on the GPU in fp16 / bf16: UNFUSED, cuBLASLt then a separate GELU pass;
@@ -150,11 +151,13 @@ typedef struct {
     int max_batch;               /* arena is sized for this */
     int threads;                 /* CPU threads, 0 = all */
     /* SWIN_FP8: the scales file (`swin calibrate`, swin_session_save_scales) giving every FP8 GEMM
-     * input its scale; NULL: the session calibrates itself at creation on random images and warns
-     * (through warn) that a file calibrated on real images is better. */
+     * input its scale (and, version 2, every qkv output channel its own); NULL: the session
+     * calibrates itself at creation on random images and warns (through warn) that a file
+     * calibrated on real images is better. */
     const char *fp8_scales;
-    /* 1: every forward records the largest |value| entering each FP8 GEMM site (any precision
-     * but fp8; CUDA graphs are not used), for swin_session_save_scales. */
+    /* 1: every forward records the largest |value| entering each FP8 GEMM site and leaving each
+     * qkv output channel (any precision but fp8; CUDA graphs are not used), for
+     * swin_session_save_scales. */
     int calibrate;
     swin_warn_fn warn;           /* NULL prints "warning: ..." to stderr */
     void *warn_user;
@@ -192,9 +195,10 @@ const char *swin_precision_str(swin_precision p);
 swin_status swin_precision_parse(const char *s, swin_precision *out);
 
 /* ---- FP8 calibration (README: "FP8"). A session created with options.calibrate = 1 records,
- * over all its forwards, the largest |value| entering each FP8 GEMM; this writes them as a
- * scales file: scale = margin * amax / 448 (margin 2: one binade of headroom above the largest
- * value seen). source describes the calibration data ("random", "images DIR"). */
+ * over all its forwards, the largest |value| entering each FP8 GEMM and leaving each qkv output
+ * channel; this writes them as a scales file (version 2): scale = margin * amax / 448 (margin 2:
+ * one binade of headroom above the largest value seen). source describes the calibration data
+ * ("random", "images DIR"). */
 swin_status swin_session_save_scales(const swin_session *session, const char *path, float margin,
                                      const char *source);
 /* Images seen by a calibrating session so far. */

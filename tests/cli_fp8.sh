@@ -2,7 +2,8 @@
 # cli_fp8.sh - `--precision fp8` on the CPU (the emulation) and `swin calibrate`, with the digits
 # model and the reference fixtures:
 #   - calibrate --images tests/data/digits and --random 16: exit 0, the summary line, the file's
-#     format, source and image count; a bad file among good ones: reported in place, exit 1, file
+#     format, version 2, source and image count, a scale per site and out_scale per qkv site; a bad
+#     file among good ones: reported in place, exit 1, file
 #     written; --random 8 gives the scales an fp8 session picks itself (classify output identical,
 #     and only the session without a file warns);
 #   - digits held-out accuracy, fp8 (scales calibrated on the digits; and the default scales)
@@ -11,10 +12,13 @@
 #     scales of `swin calibrate --images tests/data/digits`): "digits held-out: swin 98.9%
 #     (356/360), PyTorch 98.6% (355/360)" (fp32: 355/360; with the default scales fp8 also gets
 #     355/360);
-#   - verify --precision fp8 PASSes on four fixtures (default scales, or calibrated on random
+#   - verify --precision fp8 PASSes on six fixtures (default scales, or calibrated on random
 #     images) with the fp8 tolerance 2.2e-01 and every top-1 equal; FAILs with scales that
-#     saturate (calibrate --margin 0.01); two fixtures agree to 1e-5 with tools/fp8_reference.py,
-#     the same arithmetic in PyTorch (when python3 has torch, safetensors and timm);
+#     saturate (calibrate --margin 0.01); a version 1 file (q, k, v not in E4M3) PASSes too, with
+#     another error (ref_hf_v1_w7, whose blocks store them in E4M3 with a version 2 file); three
+#     fixtures agree to 1e-5 with tools/fp8_reference.py, the same arithmetic in PyTorch (when
+#     python3 has torch, safetensors and timm), one of them (ref_timm_old_v1_ape) with E4M3 q, k, v
+#     (and swin with SWIN_FP8_QKV=0 does not agree there);
 #   - refused, exit 2 with a message naming the problem: --scales without fp8 (classify, verify,
 #     bench), a missing, corrupt or other model's scales file, calibrate without images, with an
 #     empty directory, with only bad files, without --out, with --precision fp8, an unwritable --out.
@@ -32,13 +36,17 @@ run() { "$swin" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 correct() { sed -n 's|^{"file":"[^"]*/[0-9]*_\([0-9]\)\.png","top":\[{"index":\([0-9]\),.*|\1 \2|p' "$tmp/out" |
   awk '$1 == $2 { n++ } END { print n + 0 }'; }
 lines() { wc -l <"$tmp/out"; }
+# v1 IN OUT: IN (version 2) as the version 1 file it would have been: no out_amax / out_scale
+# (their lines go, and the comma they leave after "scale"), version 1
+v1() { sed -E '/"out_(amax|scale)":/d; s/("scale":[[:space:]]*[^,]+),$/\1/; s/("version":[[:space:]]*)2,/\11,/' "$1" >"$2"; }
 
 # ---- calibrate
 s_digits=$tmp/digits.json
 run calibrate --model "$model" --images "$digits" -o "$s_digits"
 if [ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "calibrated 17 FP8 sites on 360 images (0 failed), margin 2: $s_digits" ] &&
    grep -q '"format":[[:space:]]*"swin-fp8-scales"' "$s_digits" && grep -q '"images":[[:space:]]*360' "$s_digits" &&
-   grep -q "\"source\":[[:space:]]*\"images $digits\"" "$s_digits" && [ "$(grep -c '"scale":' "$s_digits")" = 17 ]; then
+   grep -q "\"source\":[[:space:]]*\"images $digits\"" "$s_digits" && [ "$(grep -c '"scale":' "$s_digits")" = 17 ] &&
+   grep -q '"version":[[:space:]]*2,' "$s_digits" && [ "$(grep -c '"out_scale":' "$s_digits")" = 4 ]; then
   ok "calibrate --images: $(cat "$tmp/out")"
 else bad "calibrate --images (exit $rc)"; fi
 
@@ -80,7 +88,7 @@ if [ "$l32" = 360 ] && [ "$l8" = 360 ] && [ "$l8d" = 360 ] && [ "$n32" -gt 300 ]
 else bad "digits accuracy: fp32 $n32/$l32, fp8 $n8/$l8, fp8 default $n8d/$l8d"; fi
 
 # ---- verify --precision fp8
-for name in ref_timm_v1_w7 ref_timm_v2_w8 ref_hf_v1_odd ref_hf_v2_pad; do
+for name in ref_timm_v1_w7 ref_timm_v2_w8 ref_hf_v1_odd ref_hf_v2_pad ref_hf_v1_w7 ref_timm_old_v1_ape; do
   d=$data/$name
   run calibrate --model "$d" --random 8 -o "$tmp/$name.json"
   for scales in "" "$tmp/$name.json"; do
@@ -96,19 +104,39 @@ run calibrate --model "$d" --random 8 --margin 0.01 -o "$tmp/saturating.json"
 run verify --model "$d" --reference "$d/reference.safetensors" --precision fp8 --scales "$tmp/saturating.json"
 if [ $rc -eq 1 ] && [[ $(tail -n1 "$tmp/out") =~ ^FAIL\ rel ]]; then ok "verify fp8 with saturating scales: $(tail -n1 "$tmp/out")"
 else bad "verify fp8 with saturating scales (exit $rc)"; fi
+# a version 1 file still reads: the same input scales, q, k and v not in E4M3, so another error
+# (ref_hf_v1_w7: V1 blocks of head_dim 32 and 7x7 windows, where fp8.h stores them in E4M3)
+d=$data/ref_hf_v1_w7
+v1 "$tmp/ref_hf_v1_w7.json" "$tmp/ref_hf_v1_w7.v1.json"
+run verify --model "$d" --reference "$d/reference.safetensors" --precision fp8 --scales "$tmp/ref_hf_v1_w7.json"
+e2=$(grep '^relative error' "$tmp/out")
+run verify --model "$d" --reference "$d/reference.safetensors" --precision fp8 --scales "$tmp/ref_hf_v1_w7.v1.json"
+e1=$(grep '^relative error' "$tmp/out")
+if [ $rc -eq 0 ] && [[ $(tail -n1 "$tmp/out") =~ ^PASS\ rel ]] && grep -q '"version":[[:space:]]*1,' "$tmp/ref_hf_v1_w7.v1.json" &&
+   ! grep -q 'out_' "$tmp/ref_hf_v1_w7.v1.json" && [ -n "$e2" ] && [ "$e1" != "$e2" ]; then
+  ok "verify fp8 with a version 1 file: $(tail -n1 "$tmp/out") (${e1#relative error  }; version 2 ${e2#relative error  })"
+else bad "verify fp8 with a version 1 file (exit $rc; '$e1' against '$e2')"; fi
 
 # ---- against an independent emulation (tools/fp8_reference.py: PyTorch's float8_e4m3fn), when
 # python3 has torch, safetensors and timm: the same arithmetic, so 1e-5 (these two fixtures hold no
-# input near an E4M3 rounding boundary; see the tool)
+# input near an E4M3 rounding boundary; see the tool). ref_timm_old_v1_ape's blocks store q, k and
+# v in E4M3 (fp8.h swin_fp8_qkv_e4m3_block), the other two's none; there swin without the round
+# trip (SWIN_FP8_QKV=0) must not agree, or the check would not see it.
 py=${SWIN_PYTHON:-python3}
 if "$py" -c 'import torch, safetensors, timm' >/dev/null 2>&1; then
-  for name in ref_timm_v1_w7 ref_timm_v2_w8; do
+  for name in ref_timm_v1_w7 ref_timm_v2_w8 ref_timm_old_v1_ape; do
     d=$data/$name
     "$py" "$src/tools/fp8_reference.py" "$d" --scales "$tmp/$name.json" -o "$tmp/$name.fp8.safetensors" >"$tmp/out" 2>"$tmp/err"
     run verify --model "$d" --reference "$tmp/$name.fp8.safetensors" --precision fp8 --scales "$tmp/$name.json" --tolerance 1e-5
     if [ $rc -eq 0 ] && [[ $(tail -n1 "$tmp/out") =~ ^PASS\ rel ]]; then ok "fp8 $name against PyTorch's E4M3: $(tail -n1 "$tmp/out")"
     else bad "fp8 $name against tools/fp8_reference.py (exit $rc)"; fi
   done
+  d=$data/ref_timm_old_v1_ape
+  SWIN_FP8_QKV=0 run verify --model "$d" --reference "$tmp/ref_timm_old_v1_ape.fp8.safetensors" --precision fp8 \
+    --scales "$tmp/ref_timm_old_v1_ape.json" --tolerance 1e-5
+  if [ $rc -eq 1 ] && [[ $(tail -n1 "$tmp/out") =~ ^FAIL\ rel ]]; then
+    ok "fp8 ref_timm_old_v1_ape with SWIN_FP8_QKV=0 does not agree with the tool's E4M3 q, k, v: $(tail -n1 "$tmp/out")"
+  else bad "fp8 ref_timm_old_v1_ape with SWIN_FP8_QKV=0 against tools/fp8_reference.py (exit $rc: expected 1)"; fi
 else
   echo "cli_fp8: $py lacks torch, safetensors or timm: the comparison with tools/fp8_reference.py is skipped"
 fi

@@ -12,8 +12,9 @@
  * With rows unscaled, as the engine calls it, on the persistent TMA kernel and through the
  * handle (test_linear_tma): every output within a bound derived from how the FP8 tensor cores
  * accumulate (fp8_acc_bound) plus fp16's rounding; H200 (2026-11-29): worst 0.42 of it.
- * Whole models: a tiny V1 and V2 whose every site runs on the FP8 tensor cores, and a V1 with
- * 8 channels whose first stage runs in 16 bits on E4M3 values; the GPU fp8 session against the
+ * Whole models: a tiny V1 and V2 whose every site runs on the FP8 tensor cores, a V1 with
+ * 8 channels whose first stage runs in 16 bits on E4M3 values, and a V1 of head_dim 32 in 7x7
+ * windows whose q, k and v are stored in E4M3 (src/fp8.h); the GPU fp8 session against the
  * CPU emulation with the same scales file (written by a calibrating CPU session). They differ by
  * the GPU's fp16 activations: a value that fp16 moved by its 2^-12 (mean) crosses an E4M3
  * rounding boundary with probability about 2^-12 / 2^-4 x 2 = 2^-7 and then moves one E4M3 step
@@ -29,7 +30,8 @@
  * The fused FP8 fc1 (swin_gemm_wgmma_fp8_gelu_cuda, Hopper): every output byte within one E4M3
  * step of the exact result plus the FP8 accumulator's bound (test_fused_fc1; H200, 2026-11-26:
  * worst seen 0.19 of the bound); its GELU alone on exact accumulators, the bytes one of the two
- * around the exact result and at most 3% the far one (test_fused_fc1_gelu).
+ * around the exact result and at most 3% the far one (test_fused_fc1_gelu). The same GEMM without
+ * the GELU (swin_gemm_wgmma_fp8_out_cuda: FP8's qkv writing E4M3 q, k, v) under the same bound.
  * Refusals: an fp8 session with scales of the wrong count, non-finite or zero scales.
  * Exits 77 without a GPU, or (printing why) on a GPU without FP8 tensor cores.
  */
@@ -439,12 +441,17 @@ static void test_fused_fc1(void) {
         cudaMalloc((void **)&cs_d, N * 4);
         cudaMemcpy(xq_d, xq, nx, cudaMemcpyHostToDevice), cudaMemcpy(wq_d, wq, nw, cudaMemcpyHostToDevice);
         cudaMemcpy(cs_d, cs, N * 4, cudaMemcpyHostToDevice);
-        cudaMemset(o_d, 0x7F, no), cudaMemset(o_d + no, 0xA5, guard);   /* E4M3 NaN; the guard */
         tg_buf bd = tg_alloc(N, SWIN_DT_F16);
         tg_upload(&bd, b);
+        for (int gelu = 1; gelu >= 0; gelu--) {   /* then without the GELU: the qkv GEMM's E4M3 q, k, v */
+        const float oi = gelu ? out_inv : 1.0f;
+        cudaMemset(o_d, 0x7F, no), cudaMemset(o_d + no, 0xA5, guard);   /* E4M3 NaN; the guard */
         char name[96];
-        snprintf(name, sizeof name, "fused fp8 fc1 M %d K %d N %d%s", M, K, N, C[c].bias ? " bias" : "");
-        swin_status st = swin_gemm_wgmma_fp8_gelu_cuda(o_d, xq_d, wq_d, cs_d, C[c].bias ? bd.p : NULL, out_inv, M, K, N, 0);
+        snprintf(name, sizeof name, "%s M %d K %d N %d%s", gelu ? "fused fp8 fc1" : "fp8 E4M3-out GEMM", M, K, N,
+                 C[c].bias ? " bias" : "");
+        swin_status st = gelu ? swin_gemm_wgmma_fp8_gelu_cuda(o_d, xq_d, wq_d, cs_d, C[c].bias ? bd.p : NULL, out_inv, M,
+                                                              K, N, 0)
+                              : swin_gemm_wgmma_fp8_out_cuda(o_d, xq_d, wq_d, cs_d, C[c].bias ? bd.p : NULL, M, K, N, 0);
         if (CHECK(st == SWIN_OK && tg_sync_ok(name), "%s: %s", name, swin_last_error())) {
             uint8_t *got = bytes_down(o_d, no + guard);
             fc1_count k = {0};
@@ -462,12 +469,13 @@ static void test_fused_fc1(void) {
                         acc += t, mag += fabs(t);
                     }
                     const double v = acc * cs[n] + (C[c].bias ? b[n] : 0.0);
-                    const double x = 0.5 * v * erfc(-v / sqrt(2.0)) * out_inv;
-                    const double bound = out_inv * 1.13 * ldexp(mag * cs[n], -13);   /* the accumulator's */
+                    const double x = (gelu ? 0.5 * v * erfc(-v / sqrt(2.0)) : v) * oi;
+                    const double bound = oi * 1.13 * ldexp(mag * cs[n], -13);   /* the accumulator's */
                     fc1_byte(&k, name, m, n, got[(size_t)m * N + n], x, bound);
                 }
             fc1_report(&k, name, got + no, guard);
             free(got), free(xf), free(wf);
+        }
         }
         cudaFree(xq_d), cudaFree(wq_d), cudaFree(o_d), cudaFree(cs_d);
         tg_free(&bd);
@@ -482,6 +490,10 @@ static void test_fused_fc1(void) {
               SWIN_ERR_ARGUMENT, "fused fp8 fc1: out aliasing in accepted");
     CHECK(swin_gemm_wgmma_fp8_gelu_cuda(p, p + 1024, p + 2048, (float *)(p + 3072), NULL, 0.0f, 16, 16, 16, 0) ==
               SWIN_ERR_ARGUMENT, "fused fp8 fc1: out_inv 0 accepted");
+    CHECK(swin_gemm_wgmma_fp8_out_cuda(p, p + 1024, p + 2048, (float *)(p + 3072), NULL, 16, 24, 16, 0) ==
+              SWIN_ERR_UNSUPPORTED, "fp8 E4M3-out GEMM: K 24 accepted");
+    CHECK(swin_gemm_wgmma_fp8_out_cuda(p, p + 1024, p, (float *)(p + 3072), NULL, 16, 16, 16, 0) == SWIN_ERR_ARGUMENT,
+          "fp8 E4M3-out GEMM: out aliasing w accepted");
     cudaFree(p);
 }
 
@@ -553,6 +565,7 @@ static const fp8_model MODELS[] = {
     {"fp8_v1", 1, 56, 7, 48, 2, {2, 2}, {3, 6}},          /* every site K, N multiples of 16 */
     {"fp8_v2", 2, 64, 8, 32, 3, {2, 2, 1}, {1, 2, 4}},
     {"fp8_v1_c8", 1, 32, 4, 8, 2, {2, 2}, {1, 2}},         /* stage 0 (C 8) in 16 bits on E4M3 values */
+    {"fp8_v1_hd32", 1, 56, 7, 64, 2, {2, 2}, {2, 4}},     /* head_dim 32, 7x7: q, k, v in E4M3 (fp8.h) */
 };
 
 static swin_status make_model(const fp8_model *t, swin_model **out) {

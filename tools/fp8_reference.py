@@ -10,8 +10,10 @@ compares swin's FP8 (the CPU emulation, or the GPU) with it rather than with the
 
 The input is the `input` of --reference (default MODEL_DIR/reference.safetensors). Every FP8 site
 (attn.qkv, attn.proj, mlp.fc1, mlp.fc2, downsample.reduction) gets its weights quantised per
-output channel and its input quantised with the file's scale, in fp32 as fp8.h says; everything
-else, and the sums, run in float64. timm layouts only (V1 and V2). The file holds `input` and
+output channel and its input quantised with the file's scale, in fp32 as fp8.h says, and a qkv
+site with out_scale (version 2 files) in a block of fp8.h's geometry (swin_fp8_qkv_e4m3_block: V1,
+head_dim 32, 7x7 or 8x8 windows) its output's E4M3 round trip; everything else, and the sums, run
+in float64. timm layouts only (V1 and V2). The file holds `input` and
 `logits` (no stages). Two implementations of the same arithmetic agree to ~1e-7 unless an input
 lies within rounding noise of an E4M3 rounding boundary: then one value moves by one E4M3 step
 (2^-4 to 2^-3 of itself), which can move the logits of a random-weight fixture by up to ~2e-2 (ref_timm_v1_w12).
@@ -56,18 +58,41 @@ def make_site(linear, scale):
     linear.register_forward_pre_hook(quantise_input)
 
 
+def qkv_e4m3_block(blk):
+    """src/fp8.h swin_fp8_qkv_e4m3_block: V1, head_dim 32, windows of 49 to 64 tokens, C % 16 == 0"""
+    if hasattr(blk.attn, "qkv_bias_separate"):   # V2
+        return False
+    c = blk.attn.qkv.in_features
+    ws = blk.window_size if isinstance(blk.window_size, (tuple, list)) else (blk.window_size, blk.window_size)
+    return c // blk.attn.num_heads == 32 and 49 <= ws[0] * ws[1] <= 64 and c % 16 == 0
+
+
+def round_trip_output(linear, out_scale):
+    """q, k, v in E4M3 (fp8.h): each output value y (fp32) becomes e4m3(y * (1 / so[n])) * so[n], so[n]
+    the file's scale clamped to fp16's normal range and rounded to fp16 (swin_fp8_qkv_scale)"""
+    so = torch.tensor(out_scale, dtype=torch.float32)
+    if so.numel() != linear.out_features or not bool((so > 0).all()):
+        raise Refusal(f"out_scale of {len(out_scale)} values, the qkv has {linear.out_features} outputs")
+    so = so.clamp(2.0 ** -14, 65504.0).half().float()   # fp8.h swin_fp8_qkv_scale: fp16 scales
+    inv = 1.0 / so
+
+    def quantise_output(module, args, out):   # the product in fp32, as fp8.h (and the GPU) take it
+        return (e4m3(out.float() * inv).float() * so).double()
+    linear.register_forward_hook(quantise_output)
+
+
 def sites(model):
-    """(name, nn.Linear) in forward order, named as fp8.h names them"""
+    """(name, nn.Linear, block) in forward order, named as fp8.h names them (block: the qkv's, else None)"""
     for si, layer in enumerate(model.layers):
         down = getattr(layer, "downsample", None)
         if down is not None and hasattr(down, "reduction"):
-            yield f"layers.{si}.downsample.reduction", down.reduction
+            yield f"layers.{si}.downsample.reduction", down.reduction, None
         for bi, blk in enumerate(layer.blocks):
             if hasattr(blk.attn, "qkv_bias_separate"):   # V2: qkv through the module, bias after
                 blk.attn.qkv_bias_separate = True
             for leaf, mod in (("attn.qkv", blk.attn.qkv), ("attn.proj", blk.attn.proj),
                               ("mlp.fc1", blk.mlp.fc1), ("mlp.fc2", blk.mlp.fc2)):
-                yield f"layers.{si}.blocks.{bi}.{leaf}", mod
+                yield f"layers.{si}.blocks.{bi}.{leaf}", mod, blk if leaf == "attn.qkv" else None
 
 
 def main():
@@ -88,11 +113,15 @@ def main():
             scales = json.load(f)["sites"]
         model.eval()
         model.double()
-        names = []
-        for name, mod in sites(model):
+        names, rounded = [], 0
+        for name, mod, blk in sites(model):
             if name not in scales:
                 raise Refusal(f"{a.scales}: no site '{name}'")
             make_site(mod, float(scales[name]["scale"]))
+            out_scale = scales[name].get("out_scale")
+            if blk is not None and out_scale is not None and qkv_e4m3_block(blk):
+                round_trip_output(mod, out_scale)
+                rounded += 1
             names.append(name)
         if len(names) != len(scales):
             raise Refusal(f"{a.scales}: {len(scales)} sites, the model has {len(names)}")
@@ -105,7 +134,7 @@ def main():
     st.save_file({"input": x.contiguous(), "logits": logits.float().contiguous()}, a.out,
                  metadata={"generator": "tools/fp8_reference.py", "model_dir": os.path.abspath(a.model_dir),
                            "scales": os.path.abspath(a.scales), "compute": "E4M3 sites, float64 otherwise"})
-    print(f"{a.out}: {len(names)} FP8 sites of {a.model_dir}, input from {ref_path}")
+    print(f"{a.out}: {len(names)} FP8 sites of {a.model_dir} ({rounded} with q, k, v in E4M3), input from {ref_path}")
     return 0
 
 

@@ -4,7 +4,8 @@
  *                  [--precision P] [--batch B] [--margin X]
  *
  * Runs images through a calibrating session (options.calibrate: every FP8 GEMM's largest |input|
- * is recorded, in fp32 on the CPU) and writes swin_session_save_scales' file. --images goes through
+ * and every qkv output channel's largest |value| are recorded, in fp32 on the CPU) and writes
+ * swin_session_save_scales' file. --images goes through
  * the pipeline `swin classify` uses (the same decoding and preprocessing; a bad file is reported
  * in its place and the others go on); --random N takes the first N of the random images the
  * default calibration of an fp8 session uses (so --random 8 on the CPU writes the scales such a
@@ -35,8 +36,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: swin calibrate --model PATH (--images PATH | --random N) --out FILE [options]\n"
             "Run images through the model recording the largest |value| entering every FP8 GEMM (the\n"
-            "linear layers of the blocks and merges), and write the scales file that `--precision fp8\n"
-            "--scales FILE` reads: scale = margin * amax / 448.\n"
+            "linear layers of the blocks and merges) and, per channel, leaving every qkv (q, k and v\n"
+            "are stored in E4M3 too), and write the scales file that `--precision fp8 --scales FILE`\n"
+            "reads: scale = margin * amax / 448.\n"
             "  -m, --model PATH        model directory (config.json + model.safetensors) or .safetensors\n"
             "  -a, --arch NAME         architecture preset, needed when --model is a bare .safetensors\n"
             "  -i, --images PATH       an image or a directory of images (walked as classify does)\n"

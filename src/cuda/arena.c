@@ -29,6 +29,7 @@ typedef struct {
     swin_status st;     /* first failure of an upload */
     size_t n_dt, n_f32, largest;
     int site, emulated;  /* FP8 sites so far; those run in 16 bits on E4M3 values */
+    int out_ch;          /* the qkv sites' output channels so far (swin_dlin.out_rel) */
     size_t n_fp8;        /* bytes of E4M3 weights and channel scales */
 } walk;
 
@@ -66,6 +67,7 @@ static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K,
     d->site = site ? k->site++ : -1;
     d->K = K, d->N = N;
     d->q = NULL, d->ws = d->wsx = NULL, d->deq = NULL;
+    d->out_rel = -1, d->q8_out = 0, d->oq_cs = d->oq_deq = NULL, d->oq_b = NULL;
     if (site && e->fp8) {
         size_t off0 = k->off;
         d->q = swin_carve(k->base, &k->off, (size_t)N * K);
@@ -82,6 +84,19 @@ static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K,
         }
     }
     if (site && k->upload && e->sites) e->sites[d->site] = d;
+}
+
+/* attn.qkv (just put): its output channels' place in the amax and scale arrays, and in an fp8
+ * engine the vectors of its E4M3 output (swin_dlin.oq_*), set by swin_engine_set_fp8_scales */
+static void put_qkv_out(walk *k, swin_dlin *d) {
+    d->out_rel = k->out_ch;
+    k->out_ch += d->N;
+    if (!k->e->fp8) return;
+    size_t off0 = k->off;
+    d->oq_cs = swin_carve(k->base, &k->off, (size_t)d->N * 4);
+    d->oq_deq = swin_carve(k->base, &k->off, (size_t)d->N * 4);
+    d->oq_b = swin_carve(k->base, &k->off, (size_t)d->N * 2);
+    k->n_fp8 += k->off - off0;
 }
 
 /* fc1 (just put: its fp32 staging copy is in x[0]) with norm2 folded in, when the engine folds */
@@ -128,6 +143,7 @@ static void walk_weights(walk *k) {
             int W2 = (2 * st->win_h - 1) * (2 * st->win_w - 1);
             put_ln(k, &db->norm1, &bw->norm1, C, "norm1");
             put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, 1, "attn.qkv");
+            put_qkv_out(k, &db->qkv);
             put_lin(k, &db->proj, &bw->proj, C, C, 1, "attn.proj");
             put_ln(k, &db->norm2, &bw->norm2, C, "norm2");
             put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, 1, "mlp.fc1");
@@ -198,7 +214,7 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     const swin_model *m = e->m;
     int B = e->opt.max_batch, classes = m->cfg.num_classes, H = m->cfg.img_h, W = m->cfg.img_w;
     size_t esz = swin_dtype_size(e->dt), start;
-    walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0, 0, 0, 0};
+    walk k = {e, base, 0, 0, SWIN_OK, 0, 0, 0, 0, 0, 0, 0};
 
     /* weights: dtype tensors and fp32 tensors share one walk; split the count afterwards */
     walk_weights(&k);
@@ -206,6 +222,7 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     e->n_f32 = k.n_f32;
     e->staging_elems = k.largest;
     e->n_sites = k.site;
+    e->n_out_ch = k.out_ch;
     e->fp8_emulated = k.emulated;
     e->n_fp8_bytes = k.n_fp8;
     e->region[REG_WEIGHTS_DT] = k.off;   /* re-split below for the description */
@@ -252,7 +269,7 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
     e->logits = swin_carve(base, &off, (size_t)B * classes * sizeof(float));
     e->region[REG_IO] = off - start;
     start = off;
-    e->amax = swin_carve(base, &off, (size_t)(e->n_sites ? e->n_sites : 1) * sizeof(float));
+    e->amax = swin_carve(base, &off, (size_t)(e->n_sites + e->n_out_ch + 1) * sizeof(float));
     e->ones = NULL, e->q8 = NULL, e->n_ones = 0;
     if (e->fp8) {
         size_t rows = 0, in = 0;
@@ -267,13 +284,13 @@ swin_status swin_arena_plan(swin_engine *e, char *base, size_t *total) {
 }
 
 swin_status swin_arena_upload(swin_engine *e) {
-    walk k = {e, e->arena, 0, 1, SWIN_OK, 0, 0, 0, 0, 0, 0};
+    walk k = {e, e->arena, 0, 1, SWIN_OK, 0, 0, 0, 0, 0, 0, 0};
     free(e->sites);
     if (!(e->sites = calloc((size_t)e->n_sites + 1, sizeof *e->sites)))
         return swin_fail(SWIN_ERR_MEMORY, "out of memory");
     walk_weights(&k);
     if (k.st == SWIN_OK && e->n_sites)
-        k.st = swin_scale_vec_cuda(e->amax, NULL, 0.0f, e->n_sites, e->stream);
+        k.st = swin_scale_vec_cuda(e->amax, NULL, 0.0f, e->n_sites + e->n_out_ch, e->stream);
     if (k.st == SWIN_OK && e->ones) k.st = swin_scale_vec_cuda(e->ones, NULL, 1.0f, (int)e->n_ones, e->stream);
     cudaError_t ce = cudaStreamSynchronize(e->stream);
     if (k.st != SWIN_OK) return k.st;

@@ -34,6 +34,14 @@ typedef struct {
     float *ws, *wsx;     /* [N]: per-channel weight scales, and ws times the input scale */
     void *deq;           /* dt [N, K] = q * ws, where cuBLASLt cannot run the shape in FP8 (K or N
                           * not a multiple of 16): the GEMM runs in 16 bits on E4M3 values */
+    /* attn.qkv: its output channels' entries in a scale / amax array start at n_sites + out_rel
+     * (src/fp8.h out_off; -1: not a qkv site). fp8 engines: q8_out when the scales give them
+     * (swin_engine_set_fp8_scales), and then the GEMM writes q, k, v in E4M3 with oq_cs [N] and
+     * oq_b [N] (fp16): the column scales and bias with the output scales' inverses folded in; the
+     * attention multiplies by oq_deq [N], the output scales (kernels/fp8.cu swin_fp8_fold_out_cuda) */
+    int out_rel, q8_out;
+    float *oq_cs, *oq_deq;
+    void *oq_b;
 } swin_dlin;
 
 /* fc1 with norm2 folded in (V1 on Hopper, fp16 / bf16: ops.h swin_ln_fold_weights_cuda), or NULLs */
@@ -138,10 +146,13 @@ struct swin_engine {
     float *const *stage_out;    /* host fp32 [B,H,W,C] per stage; non-NULL only inside
                                    swin_engine_forward_stages (never captured) */
 
-    /* FP8 (fp8.c): sites in forward order; amax [n_sites] device (calibration); fp8 engines: the
+    /* FP8 (fp8.c): sites in forward order; amax [n_sites + n_out_ch] device (calibration: the sites'
+     * inputs, then the qkv sites' output channels); fp8 engines: the
      * quantised GEMM input q8 (E4M3 bytes, or dt elements for 16-bit sites), ones [rows] (the
      * input's cuBLASLt scale vector: the input scale is folded into wsx), host scales */
     int fp8, n_sites, fp8_emulated;   /* fp8_emulated: sites that run on E4M3 values in 16 bits */
+    int n_out_ch;               /* the qkv sites' output channels: amax and the scales have n_sites +
+                                   n_out_ch entries (src/fp8.h swin_fp8_scale_count) */
     swin_dlin **sites;          /* host [n_sites] */
     float *amax, *ones;
     size_t n_ones;              /* rows of ones: the most any site's GEMM has */

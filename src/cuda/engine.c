@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "fp8.h"
 
 /* swin_cuda_debug_sync (kernels/ops.h) is defined in kernels/convert.cu; set here from SWIN_CUDA_SYNC. */
 
@@ -215,6 +216,26 @@ static int qkv_fused(const swin_engine *e, const swin_dblock *w, const swin_dims
                                             : swin_window_attention_qkv_one_wave(d, e->dt));   /* implies supports */
 }
 
+/* FP8: the qkv GEMM writes q, k and v in E4M3 and the attention reads them so (src/fp8.h: per
+ * output channel scales from the calibration), where the scales give the site output scales
+ * (q8_out), the block is one src/fp8.h stores so (swin_fp8_qkv_e4m3_block: 7x7 or 8x8 windows of
+ * head_dim 32, as the CPU emulation; SWIN_FP8_QKV=0 keeps them fp16 on both, so that the two are
+ * measured in one run), the GEMM runs on Hopper's wgmma kernels and the attention's head kernel
+ * is on (kernels/ops.h swin_window_attention_e4m3_supports).
+ * Why: at Swin-T's batch 256 the qkv GEMMs (1.18 ms) and the attention (1.23 ms) are bound by
+ * the fp16 q, k, v they write and read (--breakdown, docs/PERFORMANCE.md).
+ * Measured (H200, 2026-11-29, tools/bench_ab.py SWIN_FP8_QKV=0 "" -- --precision fp8 --batch
+ * 8,64,256 -n 30 --breakdown, two rounds, best medians, =0 / default): Swin-T batch 8 0.617 /
+ * 0.622 ms, 64 2.093 / 2.034, 256 7.037 / 6.908 (36,377 -> 37,059 img/s); --breakdown at 256, all
+ * blocks: qkv 1.181 -> 0.979 ms, attention 1.226 -> 1.328 (the kernel's dequantisation pass;
+ * attention_head.cuh head_dequant). A random full-size Swin-T against timm in fp8: 8.2e-2 either
+ * way (8.21e-2 / 8.34e-2). SwinV2-T is unchanged (V1 only: src/fp8.h). */
+static int qkv_e4m3(const swin_engine *e, const swin_dblock *w, const swin_dims *d) {
+    return w->qkv.q8_out && e->wgmma && swin_engine_fp8_site(e, &w->qkv) && swin_dlin_fp8_gemm(&w->qkv) &&
+           e->opt.attention != SWIN_ATTN_UNFUSED && swin_fp8_qkv_e4m3_block(d) &&
+           swin_window_attention_e4m3_supports(d, e->dt);
+}
+
 static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swin_dims *d, const swin_q8_dst *q_qkv,
                                  const swin_q8_dst *q_proj, int Tp, void **att) {
     if (qkv_fused(e, w, d)) {
@@ -226,7 +247,17 @@ static swin_status qkv_attention(swin_engine *e, const swin_dblock *w, const swi
     }
     *att = e->tok;
     if (!q_qkv) SWIN_TRY(quant(e, e->tok, &w->qkv, Tp));
+    if (qkv_e4m3(e, w, d)) {
+        OP(GEMM, "qkv", swin_gemm_wgmma_fp8_out_cuda((uint8_t *)e->qkv, (const uint8_t *)e->q8, w->qkv.q, w->qkv.oq_cs,
+                                                     w->qkv.oq_b, Tp, d->C, 3 * d->C, e->stream));
+        OP(ATTENTION, "attention", swin_window_attention_e4m3_cuda(e->tok, (const uint8_t *)e->qkv, w->qkv.oq_deq,
+                                                                   w->bias_table, w->attn_scale, d, q_proj, e->stream));
+        return SWIN_OK;
+    }
     OP(GEMM, "qkv", lin(e, e->qkv, e->tok, &w->qkv, NULL, Tp, d->C, 3 * d->C, SWIN_ACT_NONE));
+    if (e->recording && w->qkv.out_rel >= 0)   /* the output channels' max |q|, |k|, |v| (src/fp8.h) */
+        OP(OTHER, "amax", swin_col_amax_cuda(e->amax + e->n_sites + w->qkv.out_rel, e->qkv, Tp, 3 * d->C, e->dt,
+                                             e->stream));
     return attention(e, w, d, q_proj);
 }
 

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "fp8.h"
 
 swin_status swin_engine_fp8_device_check(int index) {
     struct cudaDeviceProp p;
@@ -53,12 +54,39 @@ swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, con
                                 e->gemm, e->stream);
 }
 
+/* qkv site w's output scales so [N] (host, from the scales array): all > 0 (q, k, v in E4M3: the
+ * folded vectors made on the device), or all 0 (16 bits); anything else is refused */
+static swin_status set_out_scales(swin_engine *e, swin_dlin *w, const float *so) {
+    int pos = 0;
+    for (int n = 0; n < w->N; n++) {
+        if (!(isfinite(so[n]) && so[n] >= 0.0f))
+            return swin_fail(SWIN_ERR_ARGUMENT, "FP8 site %d: output channel %d scale %g (expected a finite number "
+                             ">= 0)", w->site, n, (double)so[n]);
+        pos += so[n] > 0.0f;
+    }
+    if (pos != 0 && pos != w->N)
+        return swin_fail(SWIN_ERR_ARGUMENT, "FP8 site %d: %d of its %d output scales are 0 (all or none)", w->site,
+                         w->N - pos, w->N);
+    w->q8_out = pos == w->N;
+    if (!w->q8_out) return SWIN_OK;
+    float *s16 = malloc((size_t)w->N * sizeof *s16);   /* the scales as both sides use them (fp8.h) */
+    if (!s16) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
+    for (int n = 0; n < w->N; n++) s16[n] = swin_fp8_qkv_scale(so[n]);
+    cudaError_t ce = cudaMemcpyAsync(w->oq_deq, s16, (size_t)w->N * sizeof(float), cudaMemcpyHostToDevice, e->stream);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);   /* before s16 goes */
+    free(s16);
+    if (ce != cudaSuccess) return swin_fail(SWIN_ERR_CUDA, "uploading FP8 site %d's q, k, v scales: %s", w->site,
+                                            cudaGetErrorString(ce));
+    return swin_fp8_fold_out_cuda(w->oq_cs, w->oq_b, w->wsx, w->b, w->oq_deq, w->N, e->stream);
+}
+
 swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n) {
     if (!e || !scale) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_set_fp8_scales: NULL argument");
     if (!e->fp8) return swin_fail(SWIN_ERR_ARGUMENT, "FP8 scales given to a %s session", swin_precision_str(e->opt.precision));
-    if (n != e->n_sites)
-        return swin_fail(SWIN_ERR_ARGUMENT, "%d FP8 scales for a model with %d FP8 sites", n, e->n_sites);
-    for (int i = 0; i < n; i++)
+    if (n != e->n_sites + e->n_out_ch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "%d FP8 scales for a model with %d (%d FP8 sites, %d qkv output channels)",
+                         n, e->n_sites + e->n_out_ch, e->n_sites, e->n_out_ch);
+    for (int i = 0; i < e->n_sites; i++)
         if (!(isfinite(scale[i]) && scale[i] > 0.0f))
             return swin_fail(SWIN_ERR_ARGUMENT, "FP8 site %d: scale %g (expected a finite number > 0)", i,
                              (double)scale[i]);
@@ -66,8 +94,11 @@ swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n
         return swin_fail(SWIN_ERR_MEMORY, "out of memory");
     memcpy(e->scale, scale, (size_t)n * sizeof *scale);
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
-    for (int i = 0; i < n; i++)
-        SWIN_TRY(swin_scale_vec_cuda(e->sites[i]->wsx, e->sites[i]->ws, scale[i], e->sites[i]->N, e->stream));
+    for (int i = 0; i < e->n_sites; i++) {
+        swin_dlin *w = e->sites[i];
+        SWIN_TRY(swin_scale_vec_cuda(w->wsx, w->ws, scale[i], w->N, e->stream));
+        if (w->out_rel >= 0) SWIN_TRY(set_out_scales(e, w, e->scale + e->n_sites + w->out_rel));
+    }
     SWIN_CUDA_TRY(cudaStreamSynchronize(e->stream));
     for (int b = 0; b <= e->opt.max_batch; b++)   /* captured with the old scales */
         if (e->graphs[b]) {
@@ -79,8 +110,9 @@ swin_status swin_engine_set_fp8_scales(swin_engine *e, const float *scale, int n
 
 swin_status swin_engine_amax(swin_engine *e, float *amax, int n) {
     if (!e || !amax) return swin_fail(SWIN_ERR_ARGUMENT, "swin_engine_amax: NULL argument");
-    if (n != e->n_sites)
-        return swin_fail(SWIN_ERR_ARGUMENT, "amax of %d sites asked for a model with %d FP8 sites", n, e->n_sites);
+    if (n != e->n_sites + e->n_out_ch)
+        return swin_fail(SWIN_ERR_ARGUMENT, "amax of %d entries asked for a model with %d (%d FP8 sites, %d qkv output "
+                         "channels)", n, e->n_sites + e->n_out_ch, e->n_sites, e->n_out_ch);
     if (n == 0) return SWIN_OK;
     SWIN_CUDA_TRY(cudaSetDevice(e->dev));
     SWIN_CUDA_TRY(cudaMemcpyAsync(amax, e->amax, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, e->stream));
