@@ -349,7 +349,8 @@ def section_fp8(d, out):
     out.append("## FP8 against fp16")
     out.append("")
     out.append("Same run. fp8: E4M3 GEMMs on the FP8 tensor cores for every block and merge linear, "
-               "the rest fp16; PyTorch has no FP8 Swin, so the comparison is torch.compile in fp16. "
+               "in Swin V1's 7x7 windows also attention's q, k and v stored in E4M3 (runs from 2026-11-29 "
+               "13:00 UTC on), the rest fp16; PyTorch has no FP8 Swin, so the comparison is torch.compile in fp16. "
                "GEMM ms from `--breakdown` (un-captured, an event per op); on Hopper fc1 carries the GELU in "
                "both precisions (`fc1+gelu`, and in fp8 also fc2's quantisation: `fc1+gelu+quantize`), so "
                "the GEMM columns include it; quantize ms: the remaining input quantisation ops.")
