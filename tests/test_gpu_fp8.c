@@ -4,7 +4,8 @@
  * Kernels, exactly: the quantisation of fp16 inputs (random, values past +-448, subnormals,
  * zeros, NaN), with and without GELU, gives the bytes swin_e4m3_from_float gives on the host;
  * the per-channel weight quantisation gives swin_fp8_quantize_weights's bytes and scales; the
- * dequantised weights are q * ws rounded to fp16; amax equals the host's max |x| and keeps a NaN.
+ * dequantised weights are q * ws rounded to fp16; amax equals the host's max |x| and keeps a NaN,
+ * and so does the per-column amax of the qkv output channels (test_col_amax).
  * The FP8 GEMM (bias; residual aliasing the output) against the host sum of the same E4M3 values
  * times the scales: the products are exact, the tensor cores' sums are not quite (past 2^-13 of
  * the sum of |terms| on an H200, cuBLASLt's too: test_linear_tma) and the output is rounded to
@@ -64,6 +65,56 @@ static uint8_t *bytes_down(const void *d, size_t n) {
     return h;
 }
 
+/* swin_col_amax_cuda (the qkv output channels' calibration): per column the host's max |x| over
+ * the rows, for M past one 256-row slice and N past one 128-column block, fp16 and fp32; a
+ * running value above the column's kept, below it raised; a NaN in one column kept there only */
+static void test_col_amax(void) {
+    enum { M = 700, N = 288 };
+    float *x = malloc((size_t)M * N * sizeof(float)), want[N], got[N], start[N];
+    tu_fill(x, (size_t)M * N, -3.0f, 3.0f);
+    x[(size_t)555 * N + 7] = 40.0f, x[(size_t)699 * N + 287] = -50.0f;   /* in the last slice, last column */
+    for (int dt = SWIN_DT_F32; dt <= SWIN_DT_F16; dt++) {
+        tg_buf xb = tg_alloc((size_t)M * N, dt);
+        if (dt == SWIN_DT_F16)
+            for (size_t i = 0; i < (size_t)M * N; i++) x[i] = tu_f16_to_f32(tu_f32_to_f16(x[i]));
+        tg_upload(&xb, x);
+        for (int n = 0; n < N; n++) {
+            want[n] = 0.0f;
+            for (int m = 0; m < M; m++) want[n] = fmaxf(want[n], fabsf(x[(size_t)m * N + n]));
+            start[n] = n % 3 == 0 ? 100.0f : 0.5f;   /* above every column's max, or below */
+            if (start[n] > want[n]) want[n] = start[n];
+        }
+        float *a_d = NULL;
+        cudaMalloc((void **)&a_d, N * sizeof(float));
+        cudaMemcpy(a_d, start, N * sizeof(float), cudaMemcpyHostToDevice);
+        swin_status st = swin_col_amax_cuda(a_d, xb.p, M, N, (swin_dtype)dt, 0);
+        CHECK(st == SWIN_OK && tg_sync_ok("col amax"), "col amax: %s", swin_last_error());
+        cudaMemcpy(got, a_d, N * sizeof(float), cudaMemcpyDeviceToHost);
+        int bad = 0;
+        for (int n = 0; n < N; n++) bad += got[n] != want[n];
+        printf("%s column amax [%d, %d] %s: %d of %d columns differ from the host's\n", bad ? "FAIL" : "ok  ", M, N,
+               dt == SWIN_DT_F16 ? "f16" : "f32", bad, N);
+        CHECK(bad == 0, "column amax %s: %d columns differ (column 7: %g, want %g)", dt == SWIN_DT_F16 ? "f16" : "f32",
+              bad, (double)got[7], (double)want[7]);
+        if (dt == SWIN_DT_F32) {   /* a NaN in column 5 */
+            x[(size_t)300 * N + 5] = NAN;
+            tg_upload(&xb, x);
+            cudaMemcpy(a_d, start, N * sizeof(float), cudaMemcpyHostToDevice);
+            st = swin_col_amax_cuda(a_d, xb.p, M, N, SWIN_DT_F32, 0);
+            cudaMemcpy(got, a_d, N * sizeof(float), cudaMemcpyDeviceToHost);
+            CHECK(st == SWIN_OK && isnan(got[5]) && got[4] == want[4] && got[6] == want[6],
+                  "column amax: a NaN in column 5 gives %g %g %g (NaN there only)", (double)got[4], (double)got[5],
+                  (double)got[6]);
+            x[(size_t)300 * N + 5] = 0.0f;
+        }
+        cudaFree(a_d);
+        tg_free(&xb);
+    }
+    CHECK(swin_col_amax_cuda((float *)16, (const void *)16, 0, 8, SWIN_DT_F16, 0) == SWIN_ERR_ARGUMENT,
+          "column amax: M 0 accepted");
+    free(x);
+}
+
 static void test_quantize(void) {
     const size_t n = 4096 + 3;   /* a tail past the 8-wide packs (the scalar kernel runs) */
     float *x = malloc(n * sizeof(float));
@@ -109,6 +160,7 @@ static void test_quantize(void) {
     CHECK(isnan(a), "amax over a NaN gave %g", (double)a);
     printf("%s amax %g as the host's, and NaN with a NaN in the input\n", isnan(a) ? "ok  " : "FAIL", (double)want);
     cudaFree(a_d);
+    test_col_amax();
     cudaFree(q_d);
     tg_free(&in);
     free(x);
@@ -625,6 +677,29 @@ static double rel(const float *a, const float *ref, size_t n) {
     return tu_max_abs_diff(a, ref, n) / (m > 0 ? m : 1);
 }
 
+/* the qkv output channels' scales of a GPU calibration (fp16, swin_col_amax_cuda) against the
+ * CPU's (fp32) on the same images: within fp16's rounding of the activations (2e-2 relative, with
+ * room for the LayerNorms before them), and not all one value */
+static void compare_channel_scales(const swin_model *m, const char *cpu_path, const char *gpu_path) {
+    int n = swin_fp8_sites(m, NULL), count = swin_fp8_scale_count(m), bad = 0, distinct = 0;
+    float *c = malloc((size_t)count * sizeof(float)), *g = malloc((size_t)count * sizeof(float));
+    double worst = 0;
+    if (CHECK(swin_fp8_scales_read(m, cpu_path, c) == SWIN_OK && swin_fp8_scales_read(m, gpu_path, g) == SWIN_OK,
+              "%s: reading the scales: %s", m->cfg.arch, swin_last_error())) {
+        for (int i = n; i < count; i++) {
+            double r = fabs((double)g[i] - c[i]) / c[i];
+            if (r > worst) worst = r;
+            bad += !(r <= 2e-2);
+            distinct += c[i] != c[n];
+        }
+        printf("%s %-12s GPU calibration's %d q, k, v channel scales against the CPU's: worst %.2e relative\n",
+               bad || !distinct ? "FAIL" : "ok  ", m->cfg.arch, count - n, worst);
+        CHECK(bad == 0 && distinct > 0, "%s: %d of %d channel scales more than 2e-2 from the CPU's (worst %.3g; %d "
+              "differ from the first)", m->cfg.arch, bad, count - n, worst, distinct);
+    }
+    free(c), free(g);
+}
+
 static void test_models(const char *tmp) {
     const int B = 4;
     size_t n_models = tg_quick() ? 1 : sizeof MODELS / sizeof MODELS[0];   /* SWIN_TEST_QUICK: the first */
@@ -641,6 +716,15 @@ static void test_models(const char *tmp) {
         snprintf(path, sizeof path, "%s/%s.scales.json", tmp, t->name);
         swin_status st = run(m, SWIN_DEVICE_CPU, SWIN_FP32, NULL, 1, in, B, f32, path);
         CHECK(st == SWIN_OK, "%s: calibrating CPU session: %s", t->name, swin_last_error());
+        if (st == SWIN_OK && t->window == 7 && t->embed == 64) {   /* the GPU's calibration of q, k, v's channels */
+            char gpath[520];
+            snprintf(gpath, sizeof gpath, "%s/%s.gpu.json", tmp, t->name);
+            float *lg = malloc(n_out * sizeof(float));
+            if (CHECK(run(m, SWIN_DEVICE_CUDA, SWIN_FP16, NULL, 1, in, B, lg, gpath) == SWIN_OK, "%s: GPU calibration: %s",
+                      t->name, swin_last_error()))
+                compare_channel_scales(m, path, gpath);
+            free(lg);
+        }
         st = st == SWIN_OK ? run(m, SWIN_DEVICE_CPU, SWIN_FP8, path, 0, in, B, emu, NULL) : st;
         CHECK(st == SWIN_OK, "%s: CPU fp8 emulation: %s", t->name, swin_last_error());
         for (size_t k = 0; k < n_out; k++) gpu[k] = NAN;
