@@ -1,8 +1,9 @@
 /* make_seeds.c - the generated part of the fuzz seed corpora (tools/fuzz.sh copies the rest from
  * tests/data): checkpoints and references of the tiny fuzz model (targets.h), small enough that
  * the fuzzer mutates them quickly (tests/data's checkpoints are 0.1 to 2 MB).
- *   fuzz_make_seeds OUT_DIR   writes OUT_DIR/safetensors/ and OUT_DIR/reference/, then runs each
- *                             seed through its target: every one must load (exit 1 otherwise)
+ *   fuzz_make_seeds OUT_DIR   writes OUT_DIR/safetensors/, OUT_DIR/reference/ and OUT_DIR/fp8_scales/,
+ *                             then runs each seed through its target: every one must load (exit 1
+ *                             otherwise)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fp8.h"
 #include "model.h"
 #include "names.h"
 #include "safetensors.h"
@@ -122,17 +124,36 @@ static int check(const char *dir, const char *target, const char *const *files) 
     return bad;
 }
 
+/* a version 2 scales file of the tiny V1 model (the reference target's), random amax, margin 2 */
+static int scales(const char *dir, const char *file) {
+    swin_config c = swin_fuzz_tiny_config(1);
+    swin_model *m = NULL;
+    if (swin_model_random_config(&c, 1, &m) != SWIN_OK) return 1;
+    int n = swin_fp8_scale_count(m);
+    float *amax = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) amax[i] = tu_uniform(0.01f, 8.0f);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    swin_status st = swin_fp8_scales_write(m, path, amax, 2.0f, "random", 8);
+    if (st != SWIN_OK) fprintf(stderr, "fuzz_make_seeds: %s\n", swin_last_error());
+    free(amax);
+    swin_model_free(m);
+    return st == SWIN_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: fuzz_make_seeds OUT_DIR\n");
         return 2;
     }
-    char st_dir[1024], ref_dir[1024];
+    char st_dir[1024], ref_dir[1024], fp8_dir[1024];
     snprintf(st_dir, sizeof st_dir, "%s/safetensors", argv[1]);
     snprintf(ref_dir, sizeof ref_dir, "%s/reference", argv[1]);
+    snprintf(fp8_dir, sizeof fp8_dir, "%s/fp8_scales", argv[1]);
     mkdir(argv[1], 0755);
     mkdir(st_dir, 0755);
     mkdir(ref_dir, 0755);
+    mkdir(fp8_dir, 0755);
     tu_seed(11);
     int rc = checkpoint(st_dir, "v1_f32.safetensors", 1, SWIN_ST_F32, 0) |
              checkpoint(st_dir, "v1_f16.safetensors", 1, SWIN_ST_F16, 0) |
@@ -140,12 +161,13 @@ int main(int argc, char **argv) {
              checkpoint(st_dir, "v2_f32.safetensors", 2, SWIN_ST_F32, 0) |
              reference(ref_dir, "stages_f32.safetensors", 1, SWIN_ST_F32, 1, 0) |
              reference(ref_dir, "batch2_f16.safetensors", 2, SWIN_ST_F16, 0, 0) |
-             reference(ref_dir, "rank3_bf16.safetensors", 1, SWIN_ST_BF16, 1, 1);
+             reference(ref_dir, "rank3_bf16.safetensors", 1, SWIN_ST_BF16, 1, 1) | scales(fp8_dir, "v2.json");
     static const char *const ST[] = {"v1_f32.safetensors", "v1_f16.safetensors", "v1_bf16_index.safetensors",
                                      "v2_f32.safetensors", NULL};
     static const char *const REF[] = {"stages_f32.safetensors", "batch2_f16.safetensors", "rank3_bf16.safetensors",
                                       NULL};
-    if (!rc) rc = check(st_dir, "safetensors", ST) | check(ref_dir, "reference", REF);
+    static const char *const FP8[] = {"v2.json", NULL};
+    if (!rc) rc = check(st_dir, "safetensors", ST) | check(ref_dir, "reference", REF) | check(fp8_dir, "fp8_scales", FP8);
     swin_fuzz_cleanup();
     return rc ? 1 : 0;
 }

@@ -16,12 +16,17 @@
  *                        (swin_jpeg_read_scan), staging, the sequential Huffman decoder and the
  *                        parallel one's CPU emulation, which must agree (else abort)
  *   reference            swin_reference_read for the tiny V1 model
+ *   fp8_scales           swin_fp8_scales_read (FP8 scales file, versions 1 and 2) for the tiny V1
+ *                        model, then the CPU emulation's weights from what it read; what it accepts
+ *                        must hold src/fp8.h's invariants (else abort)
  * Test: tests/test_fuzz_replay.c replays tests/data/fuzz/<target>/; tools/fuzz.sh fuzzes.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "targets.h"
 
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fp8.h"
+#include "fp8_session.h"
 #include "image.h"
 #include "internal.h"   /* swin_fail */
 #include "jpeg.h"
@@ -302,17 +309,57 @@ static swin_status fuzz_jpeg_entropy(const uint8_t *d, size_t n) {
     return e == SWIN_JH_OK ? SWIN_OK : swin_fail(SWIN_ERR_IMAGE, "fuzz.jpg: left to libjpeg (%d)", e);
 }
 
+static swin_status tiny_v1(void);
+
 static swin_status fuzz_reference(const uint8_t *d, size_t n) {
-    if (!g_ref_model) {
-        swin_config c = swin_fuzz_tiny_config(1);
-        swin_status st = swin_model_random_config(&c, 1, &g_ref_model);
-        if (st != SWIN_OK) return st;
-    }
+    SWIN_TRY(tiny_v1());
     char path[800];
     if (!input_file("reference", NULL, "reference.safetensors", d, n, path, sizeof path)) return SWIN_ERR_IO;
     swin_reference r;
     swin_status st = swin_reference_read(path, g_ref_model, &r);
     swin_reference_free(&r);
+    return st;
+}
+
+/* the tiny V1 model of the reference and fp8_scales targets, made once */
+static swin_status tiny_v1(void) {
+    if (g_ref_model) return SWIN_OK;
+    swin_config c = swin_fuzz_tiny_config(1);
+    return swin_model_random_config(&c, 1, &g_ref_model);
+}
+
+static swin_status fuzz_fp8_scales(const uint8_t *d, size_t n) {
+    SWIN_TRY(tiny_v1());
+    char path[800];
+    if (!input_file("fp8_scales", NULL, "scales.json", d, n, path, sizeof path)) return SWIN_ERR_IO;
+    const int sites = swin_fp8_sites(g_ref_model, NULL), count = swin_fp8_scale_count(g_ref_model);
+    float *scale = malloc(sizeof(float) * (size_t)count);
+    swin_fp8_site *site = malloc(sizeof *site * (size_t)sites);
+    if (!scale || !site) {
+        free(scale), free(site);
+        return swin_fail(SWIN_ERR_MEMORY, "fuzz: out of memory");
+    }
+    swin_fp8_sites(g_ref_model, site);
+    swin_status st = swin_fp8_scales_read(g_ref_model, path, scale);
+    for (int i = 0; st == SWIN_OK && i < sites; i++) {   /* fp8.h: input scales finite >= FLT_MIN; a qkv
+                                                          * site's channel scales all 0 or all like them */
+        if (!(isfinite(scale[i]) && scale[i] >= FLT_MIN)) fprintf(stderr, "swin fuzz: scale %d %g\n", i, scale[i]), abort();
+        if (site[i].out_off < 0) continue;
+        int pos = 0;
+        for (int j = 0; j < site[i].N; j++) {
+            const float so = scale[site[i].out_off + j];
+            if (!(so == 0.0f || (isfinite(so) && so >= FLT_MIN))) fprintf(stderr, "swin fuzz: channel %g\n", so), abort();
+            pos += so > 0.0f;
+        }
+        if (pos != 0 && pos != site[i].N) fprintf(stderr, "swin fuzz: site %d: %d of %d channel scales\n", i, pos,
+                                                  site[i].N), abort();
+    }
+    if (st == SWIN_OK) {
+        swin_fp8_forward f;
+        st = swin_fp8_emulation_create(g_ref_model, 1, scale, &f, NULL);
+        if (st == SWIN_OK) swin_fp8_emulation_free(&f);
+    }
+    free(scale), free(site);
     return st;
 }
 
@@ -326,6 +373,7 @@ const swin_fuzz_target swin_fuzz_targets[] = {
     {"jpeg_entropy", fuzz_jpeg_entropy, "the exact GPU JPEG decoder's CPU side: header, staging, Huffman "
                                         "decoding sequential and parallel (emulated), which must agree"},
     {"reference", fuzz_reference, "swin verify's reference reader (tiny V1 model)"},
+    {"fp8_scales", fuzz_fp8_scales, "the FP8 scales file reader (tiny V1 model), then the emulation's weights"},
 };
 const int swin_fuzz_target_count = (int)(sizeof swin_fuzz_targets / sizeof swin_fuzz_targets[0]);
 
