@@ -91,7 +91,6 @@ swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swi
 }
 #endif
 
-/* a qkv site's channel scales in scale[] when it has them (all N > 0, or all 0: no E4M3 q, k, v) */
 /* a qkv site's channel scales where it stores q, k, v in E4M3 (fp8.h swin_fp8_qkv_e4m3_block: as
  * the GPU does), else NULL */
 static const float *channel_scales(const swin_model *m, const swin_fp8_site *site, const float *scale) {
