@@ -96,7 +96,8 @@ int swin_fp8_scale_count(const swin_model *m) {
     return n;
 }
 
-int swin_fp8_qkv_e4m3_on(void) {
+/* SWIN_FP8_QKV (read once; swin_fp8_qkv_e4m3_block) */
+static int qkv_e4m3_on(void) {
     static int on = -1;
     if (on < 0) on = swin_env_on("SWIN_FP8_QKV", 1);
     return on;
@@ -114,7 +115,7 @@ float swin_fp8_qkv_scale(float so) {
 
 int swin_fp8_qkv_e4m3_block(const swin_dims *d) {
     const int n = swin_dims_n(d);
-    return swin_fp8_qkv_e4m3_on() && d->version == 1 && d->head_dim == 32 && n >= 49 && n <= 64 && d->C % 16 == 0;
+    return qkv_e4m3_on() && d->version == 1 && d->head_dim == 32 && n >= 49 && n <= 64 && d->C % 16 == 0;
 }
 
 void swin_fp8_site_name(const swin_fp8_site *s, char *buf, size_t size) {

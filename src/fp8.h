@@ -90,7 +90,6 @@ int swin_fp8_scale_count(const swin_model *m);
  * 0.91, ref_timm_old_v1_ape 0.92, ref_hf_v1_w7 0.94, ref_timm_v1_c96 1.20 (geometric mean 0.94);
  * V2 ref_timm_v2_pre 1.07, ref_timm_v2_w8 1.15, ref_hf_v2_pre_f16 1.36 (0.175 -> 0.238, over
  * fp8's 0.2165), ref_timm_v2_c96 1.48 (1.26). */
-int swin_fp8_qkv_e4m3_on(void);
 /* A q, k, v channel scale as both sides use it: so clamped to [2^-14, 65504] and rounded to fp16
  * (nearest even), because the GPU's attention kernel dequantises in fp16 (an E4M3 value times an
  * fp16 scale, one HMUL2, exact up to the product's rounding to fp16). The clamp costs nothing:

@@ -163,7 +163,8 @@ struct swin_engine {
     int sms;                    /* the GPU's multiprocessors (at setup) */
     int pdl;                    /* the ops launch with PDL here (swin_pdl_enabled, at setup) */
     int calib_forward;          /* an fp8 engine's forward in fp16 (its own calibration) */
-    float *scale;               /* host [n_sites]; NULL until swin_engine_set_fp8_scales */
+    float *scale;               /* host [n_sites + n_out_ch] (the qkv channels' as used: fp8.h
+                                   swin_fp8_qkv_scale); NULL until swin_engine_set_fp8_scales */
 
     struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
     swin_async async;           /* async.c; its events and buffer are made on first use */

@@ -54,9 +54,10 @@ swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, con
                                 e->gemm, e->stream);
 }
 
-/* qkv site w's output scales so [N] (host, from the scales array): all > 0 (q, k, v in E4M3: the
- * folded vectors made on the device), or all 0 (16 bits); anything else is refused */
-static swin_status set_out_scales(swin_engine *e, swin_dlin *w, const float *so) {
+/* qkv site w's output scales so [N] (e->scale's, which outlives the copy): all > 0 (q, k, v in
+ * E4M3: so becomes the scales as both sides use them, fp8.h swin_fp8_qkv_scale, and the folded
+ * vectors are made from them on the device), or all 0 (16 bits); anything else is refused */
+static swin_status set_out_scales(swin_engine *e, swin_dlin *w, float *so) {
     int pos = 0;
     for (int n = 0; n < w->N; n++) {
         if (!(isfinite(so[n]) && so[n] >= 0.0f))
@@ -69,14 +70,8 @@ static swin_status set_out_scales(swin_engine *e, swin_dlin *w, const float *so)
                          w->N - pos, w->N);
     w->q8_out = pos == w->N;
     if (!w->q8_out) return SWIN_OK;
-    float *s16 = malloc((size_t)w->N * sizeof *s16);   /* the scales as both sides use them (fp8.h) */
-    if (!s16) return swin_fail(SWIN_ERR_MEMORY, "out of memory");
-    for (int n = 0; n < w->N; n++) s16[n] = swin_fp8_qkv_scale(so[n]);
-    cudaError_t ce = cudaMemcpyAsync(w->oq_deq, s16, (size_t)w->N * sizeof(float), cudaMemcpyHostToDevice, e->stream);
-    if (ce == cudaSuccess) ce = cudaStreamSynchronize(e->stream);   /* before s16 goes */
-    free(s16);
-    if (ce != cudaSuccess) return swin_fail(SWIN_ERR_CUDA, "uploading FP8 site %d's q, k, v scales: %s", w->site,
-                                            cudaGetErrorString(ce));
+    for (int n = 0; n < w->N; n++) so[n] = swin_fp8_qkv_scale(so[n]);
+    SWIN_CUDA_TRY(cudaMemcpyAsync(w->oq_deq, so, (size_t)w->N * sizeof(float), cudaMemcpyHostToDevice, e->stream));
     return swin_fp8_fold_out_cuda(w->oq_cs, w->oq_b, w->wsx, w->b, w->oq_deq, w->N, e->stream);
 }
 
