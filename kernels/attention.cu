@@ -555,9 +555,22 @@ extern "C" swin_status swin_window_attention_cuda(void *out, const void *qkv, co
 
 // ---- q, k, v in E4M3 (FP8's qkv GEMM writing them so): attn_head_kernel's Q8 variant
 
+/* the current GPU has FP8 MMAs (mma_e4m3_16832c: sm_89 on) */
+static int fp8_mma_device(void) {
+    static int known[64];
+    return swin_device_once(known, [](int dev) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+            return 0;
+        return (int)(major * 10 + minor >= 89);
+    });
+}
+
 extern "C" int swin_window_attention_e4m3_supports(const swin_dims *d, swin_dtype dt) {
-    if (dt != SWIN_DT_F16 || !d || check_dims(d, dt) != SWIN_OK || d->C % 16) return 0;   /* 16-byte E4M3 rows */
-    return head_takes(make_geom(d), d->version == 2);
+    if (dt != SWIN_DT_F16 || !d || d->version != 1 || check_dims(d, dt) != SWIN_OK || d->C % 16)
+        return 0;   /* 16-byte E4M3 rows */
+    return head_takes(make_geom(d), 0) && fp8_mma_device();
 }
 
 extern "C" swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t *qkv_q, const float *deq,
@@ -568,9 +581,9 @@ extern "C" swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t 
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: NULL pointer (out %p, qkv %p, deq %p, bias_table %p, scale %p)", op,
                          out, (const void *)qkv_q, (const void *)deq, (const void *)bias_table, (const void *)scale);
     if (!swin_window_attention_e4m3_supports(d, SWIN_DT_F16))
-        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs head_dim 32, windows of 49 to 64 tokens, C a multiple of 16 "
-                         "and fp16 out (head_dim %d, window %dx%d, C %d)", op, d->C / (d->heads > 0 ? d->heads : 1),
-                         d->win_h, d->win_w, d->C);
+        return swin_fail(SWIN_ERR_UNSUPPORTED, "%s: needs V1, head_dim 32, windows of 49 to 64 tokens, C a multiple "
+                         "of 16, fp16 out and a GPU of compute capability 8.9 or later (V%d, head_dim %d, window %dx%d, "
+                         "C %d)", op, d->version, d->C / (d->heads > 0 ? d->heads : 1), d->win_h, d->win_w, d->C);
     if (((uintptr_t)out | (uintptr_t)qkv_q) % 16 != 0 || (uintptr_t)deq % 8 != 0)
         return swin_fail(SWIN_ERR_ARGUMENT, "%s: qkv %p and out %p must be 16-byte aligned, deq %p 8", op,
                          (const void *)qkv_q, out, (const void *)deq);
@@ -586,9 +599,9 @@ extern "C" swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t 
     a.tiles = g.npad / Tiles::kRows;
     a.nwin = d->B * g.nw;
     a.deq = deq;
-    static int per_sm_v[2] = {0, 0};
-    return launch_walk(a.v2 ? attn_head_kernel<__half, true, true> : attn_head_kernel<__half, false, true>, a,
-                       HeadSmemQ8::kTotal, per_sm_v[a.v2 ? 1 : 0], sms, "attn_head_kernel (E4M3 q, k, v)", st);
+    static int per_sm = 0;
+    return launch_walk(attn_head_kernel<__half, false, true>, a, HeadSmemQ8::kTotal, per_sm, sms,
+                       "attn_head_kernel (E4M3 q, k, v)", st);
 }
 
 // ---- the qkv projection and the attention in one kernel (attention_qkv.cuh)

@@ -49,13 +49,30 @@
  * head_mask) that attention_tf32_head.cuh's TF32 kernel shares; moving them out changed this
  * kernel's SASS only in a few integer address instructions (same MMAs, loads and MUFU ops; not
  * re-timed).
- * E4M3 q, k, v (Q8, swin_window_attention_e4m3_cuda): FP8's qkv GEMM writes them as bytes with a
- * scale per channel (src/fp8.h); the CTA copies a window's bytes (half the fp16 rows' traffic)
- * into E4M3 staging buffers, and once they have landed dequantises them into one fp16 buffer
- * (head_dequant: value times its channel's fp16 scale, rounded once), from which the window is
- * computed as above. On the fp16 values the host computes that way the outputs are the fp16
- * kernel's bit for bit (test_gpu_attention's e4m3 cases).
- * Test: tests/test_gpu_attention.c (V1 and V2 here; test_gpu_attention_head1 V1 only,
+ * E4M3 q, k, v (Q8, swin_window_attention_e4m3_cuda; V1): FP8's qkv GEMM writes them as bytes,
+ * q's channels carrying k's channel scales so that each head's scores are f[h] times sums of byte
+ * products (src/fp8.h swin_fp8_qkv_scales). The CTA copies a window's bytes (half the fp16 rows'
+ * traffic) into E4M3 staging buffers; once they have landed, each warp computes its scores straight
+ * from the Q and K bytes with FP8 MMAs (m16n8k32: the whole head_dim in one, bias' = bias / (scale
+ * f[h]) the accumulator's start) while the CTA dequantises V into fp16 rows (head_dequant: value
+ * times its channel's fp16 scale, rounded once); after one barrier, P V as above. Given the bytes'
+ * values as q and k, V's dequantised values and scale f[h], the fp16 kernel computes the same;
+ * only the tensor cores' summation order of the exact products differs (test_gpu_attention's e4m3
+ * cases: each output the fp16 kernel's or its fp16 neighbour).
+ * The bytes' products are summed by the FP8 tensor cores' accumulator, which keeps 13 mantissa bits
+ * (truncating; public measurements on Ada and Hopper): a score is off by up to 2^-12 of its terms'
+ * magnitude, against E4M3's 2^-4 on each q and k value (test_gpu_attention's tolerance says how).
+ * The first E4M3 version dequantised q and k as well (a scale per channel each, into fp16 rows, one
+ * more barrier a window) and ran the fp16 MMAs. It needs per-channel q scales, which the scores'
+ * factorisation replaced, so it is gone; the comparison in one run is against 16-bit q, k, v
+ * (SWIN_FP8_QKV=0). Measured (H200, Swin-T fp8, tools/bench_ab.py two rounds, best medians,
+ * SWIN_FP8_QKV=0 against E4M3 q, k, v, --breakdown all blocks): the first version (2026-11-29
+ * 13:00) batch 256 7.037 / 6.908 ms (1.019x), 64 2.093 / 2.034 (1.029x), attention ops at 256
+ * 1.226 / 1.328 ms; this one (later that day, another H200 session) batch 256 7.299 / 7.043 ms
+ * (1.036x), 64 2.095 / 2.007 (1.044x), 8 0.616 / 0.612; attention ops at 256 1.240 / 1.262 ms, at
+ * 64 0.380 / 0.380 (the qkv GEMM 1.174 / 0.998 and 0.401 / 0.329). A random full-size Swin-T
+ * against timm in fp8: 8.2e-2 either way (tolerance 0.22).
+ * Test: tests/test_gpu_attention.c (V1 and V2 here, E4M3 V1; test_gpu_attention_head1 V1 only,
  * test_gpu_attention_head0 neither).
  */
 #ifndef SWIN_ATTENTION_HEAD_CUH
@@ -85,16 +102,15 @@ struct HeadSmem {
     static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
 };
 
-/* The same with q, k, v in E4M3 (MmaArgs::deq, FP8's qkv GEMM writing them so): two buffers of
- * the window's E4M3 rows {Q, K, V, key regions}, the fp16 rows they dequantise into (one buffer:
- * Q, K, V at HeadSmem's strides), the head's 96 dequantisation scales, V2's 1/|k|, a warp's O tile */
+/* The same with q, k, v in E4M3 (MmaArgs::deq, FP8's qkv GEMM writing them so; V1): two buffers
+ * of the window's E4M3 rows {Q, K, V, key regions} (rows of 32 bytes), the fp16 V rows they
+ * dequantise into (HeadSmem's stride), the head's 32 v scales (fp16), a warp's O tile */
 struct HeadSmemQ8 {
     static constexpr int kMatQ = HeadTiles::kMaxN * HeadTiles::kHd;        // one E4M3 matrix of a window
     static constexpr int kBuf = 3 * kMatQ + HeadTiles::kMaxN * 4;          // Q, K, V, regions
     static constexpr int kComp = 2 * kBuf;
-    static constexpr int kDeq = kComp + 3 * HeadSmem::kMat;
-    static constexpr int kRk = kDeq + 3 * HeadTiles::kHd * 2;
-    static constexpr int kStage = kRk + HeadTiles::kMaxN * 4;
+    static constexpr int kDeq = kComp + HeadSmem::kMat;
+    static constexpr int kStage = kDeq + HeadTiles::kHd * 2;
     static constexpr int kTotal = kStage + HeadTiles::kWarps * Tiles::kRows * HeadSmem::LD * 2;
     static_assert(kTotal <= 48 * 1024, "launch_head (attention.cu) launches without the opt-in to more");
 };
@@ -108,8 +124,8 @@ struct HeadScale {
     float sc, bmul, mask;
 };
 template <bool V2>
-__device__ __forceinline__ HeadScale head_scale(const float *scale, int h) {
-    const float scale_h = __ldg(scale + h), bmul = V2 ? kLog2e : 1.0f / scale_h;
+__device__ __forceinline__ HeadScale head_scale(const float *scale, int h, float f = 1.0f) {   /* f: Q8's f[h] */
+    const float scale_h = __ldg(scale + h) * f, bmul = V2 ? kLog2e : 1.0f / scale_h;
     return {scale_h * kLog2e, bmul, kMask * bmul};
 }
 
@@ -160,19 +176,20 @@ __device__ __forceinline__ void head_issue(unsigned char *buf, const T *qkv, con
     }
 }
 
-/* the window's E4M3 rows (src: Q, K, V, MATQ bytes apart) into fp16 rows (dst: LD apart, matrices
- * MAT bytes apart): value times its channel's scale (deq: the head's q, k, v scales, 32 each, fp16:
- * src/fp8.h swin_fp8_qkv_scale), one HMUL2 a pair, the exact product rounded once to fp16; pad rows
- * arrive as zeros and stay zero. A thread takes 16-byte chunks tid, tid + NTHR, ... (a chunk: 16
- * channels of one row of one matrix).
+/* the window's E4M3 rows of matrices M0 .. M0 + NM - 1 (src: Q, K, V, MATQ bytes apart) into fp16
+ * rows (dst: matrix M0's, LD apart, matrices MAT bytes apart): value times its channel's scale (deq:
+ * matrix M0's 32 scales, then the next's, fp16: src/fp8.h swin_fp8_qkv_scale), one HMUL2 a pair,
+ * the exact product rounded once to fp16; pad rows arrive as zeros and stay zero. A thread takes
+ * 16-byte chunks tid, tid + NTHR, ... (a chunk: 16 channels of one row of one matrix).
  * Why fp16 scales: the first version multiplied in fp32 (widen, two FMULs, narrow: 6 instructions a
  * pair) and made the kernel slower than the fp16 one it feeds, its loads halved (H200, Swin-T fp8
  * batch 256, --breakdown: attention ops 1.428 against 1.236 ms). */
-template <int HD, int LD, int MATQ, int MAT, int NTHR>
+template <int HD, int LD, int MATQ, int MAT, int NTHR, int M0 = 0, int NM = 3>
 __device__ __forceinline__ void head_dequant(unsigned char *dst, const unsigned char *src, const __half *deq, int tid) {
     constexpr int CPR = HD / 16, CPM = HeadTiles::kMaxN * CPR;   // chunks a row, a matrix
+    src += M0 * MATQ;
 #pragma unroll
-    for (int i = tid; i < 3 * CPM; i += NTHR) {
+    for (int i = tid; i < NM * CPM; i += NTHR) {
         const int m = i / CPM, r = (i % CPM) / CPR, c = (i % CPR) * 16;
         const uint4 v = *reinterpret_cast<const uint4 *>(src + m * MATQ + r * HD + c);
         const uint4 *sc = reinterpret_cast<const uint4 *>(deq + m * HD + c);
@@ -319,9 +336,53 @@ __device__ __forceinline__ void head_attend(const uint32_t (&qf)[HeadTiles::kHd 
     else tile_end<HD, T>(t, os, out, warp, a, HD, 16, lane);
 }
 
-/* Q8: q, k, v arrive in E4M3 (a.qkv bytes, a.deq the per-channel scales [3C]) and are
- * dequantised into fp16 rows in shared memory once a window has landed (head_dequant; one more CTA
- * barrier a window), then the window is computed as in 16 bits (T = __half only) */
+/* Q8's window for warp `warp` (V1; head_attend's rows and outputs): S = Q K^T + c on the E4M3
+ * bytes, q's already carrying k's channel scales (src/fp8.h swin_fp8_qkv_scales), one m16n8k32 MMA
+ * a key tile of 8 (the whole head_dim: k 32); hs carries the head's f[h] (head_scale), so the
+ * log2-domain score is S sc as in 16 bits. qf: the tile's Q bytes (A fragments, ldmatrix's b16
+ * rows hold 4 bytes a lane: k 4 q4 .. 4 q4 + 3, as the MMA wants them); ks the K bytes (rows of 32).
+ * Then the one-pass softmax, then sync() (the CTA barrier after which the fp16 V rows, vs, are
+ * there: the dequantisation of V overlaps the scores), O = P V and tile_end. */
+template <typename Sync>
+__device__ __forceinline__ void head_attend_e4m3(const uint32_t (&qf)[4], const uint8_t *ks, const __half *vs,
+                                                 const int *reg, const float (&bias)[HeadTiles::kMaxN / 8][4],
+                                                 bool masked, const HeadScale &hs, __half *os, __half *out,
+                                                 const MmaArgs &a, int warp, int lane, Sync sync) {
+    constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;
+    const int mi = lane >> 3, q4 = lane & 3, row0 = warp * Tiles::kRows + (lane >> 2);
+    float s[NT][4];
+    /* ldmatrix x4 over keys 16 gp ..: matrices {keys 0-7, 8-15} x {bytes 0-15, 16-31} give b0, b1 of
+     * key tile 2 gp, then of 2 gp + 1 */
+    const uint8_t *kl = ks + ((lane & 7) + (mi >> 1) * 8) * HD + (mi & 1) * 16;
+    auto scores = [&](const float(&c)[NT][4]) {
+#pragma unroll
+        for (int gp = 0; gp < NT / 2; gp++) {
+            uint32_t k[4];
+            ldsm_x4(k, kl + gp * 16 * HD);
+            mma_e4m3_16832c(s[2 * gp], qf, k[0], k[1], c[2 * gp]);
+            mma_e4m3_16832c(s[2 * gp + 1], qf, k[2], k[3], c[2 * gp + 1]);
+        }
+    };
+    if (masked) {
+        head_mask<NT>(s, bias, reg, row0, q4, hs.mask);
+        scores(s);
+    } else {
+        scores(bias);
+    }
+    WarpTile<HD> t;
+    head_softmax<NT>(s, hs.sc, t.l);
+    sync();
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) t.o[n][0] = t.o[n][1] = t.o[n][2] = t.o[n][3] = 0.f;
+    const __half *vl = vs + ((lane & 7) + (mi & 1) * 8) * LD + (mi >> 1) * 8;
+#pragma unroll
+    for (int gp = 0; gp < NT / 2; gp++) pv_group<HD, __half>(t.o, s[2 * gp], s[2 * gp + 1], vl + gp * 16 * LD);
+    tile_end<HD, __half>(t, os, out, warp, a, HD, 16, lane);
+}
+
+/* Q8 (V1, T = __half): q, k, v arrive in E4M3 (a.qkv bytes, a.deq their scales [3C], src/fp8.h
+ * swin_fp8_qkv_scales); the scores are FP8 MMAs on the q and k bytes (head_attend_e4m3), and v is
+ * dequantised into fp16 rows in shared memory once a window has landed (head_dequant) for P V */
 template <typename T, bool V2, bool Q8 = false>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
@@ -329,17 +390,18 @@ attn_head_kernel(MmaArgs a) {
     constexpr int HD = HeadTiles::kHd, LD = HeadSmem::LD, NT = HeadTiles::kMaxN / 8;   // NT: key tiles of 8
     constexpr int nthr = HeadTiles::kWarps * 32;
     constexpr int BUF = Q8 ? HeadSmemQ8::kBuf : HeadSmem::kBuf, MATB = Q8 ? HeadSmemQ8::kMatQ : HeadSmem::kMat;
-    constexpr int RK = Q8 ? HeadSmemQ8::kRk : HeadSmem::kRk, STAGE = Q8 ? HeadSmemQ8::kStage : HeadSmem::kStage;
-    static_assert(!Q8 || std::is_same<T, __half>::value, "E4M3 q, k, v dequantise to fp16");
+    constexpr int RK = HeadSmem::kRk, STAGE = Q8 ? HeadSmemQ8::kStage : HeadSmem::kStage;   // RK: V2 (not Q8)
+    static_assert(!Q8 || (std::is_same<T, __half>::value && !V2), "E4M3 q, k, v: V1, v dequantised to fp16");
     extern __shared__ __align__(16) unsigned char smem[];
     const Geom &g = a.g;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x, q4 = lane & 3;
     const int h = blockIdx.y;
-    const HeadScale hs = head_scale<V2>(a.scale, h);
+    /* Q8: the head's f[h], read back from its first channel's q and k scales (src/fp8.h) */
+    const HeadScale hs = head_scale<V2>(a.scale, h, Q8 ? __ldg(a.deq + h * HD) * __ldg(a.deq + g.C + h * HD) : 1.0f);
     T *os = reinterpret_cast<T *>(smem + STAGE) + warp * Tiles::kRows * LD;
     __half *deq = reinterpret_cast<__half *>(smem + HeadSmemQ8::kDeq);
-    if constexpr (Q8) {   /* the head's q, k, v channel scales, fp16 (read after the first window's barrier) */
-        if (tid < 3 * HD) deq[tid] = __float2half_rn(__ldg(a.deq + (tid / HD) * g.C + h * HD + tid % HD));
+    if constexpr (Q8) {   /* the head's v channel scales, fp16 (read after the first window's barrier) */
+        if (tid < HD) deq[tid] = __float2half_rn(__ldg(a.deq + 2 * g.C + h * HD + tid));
     }
 
     /* this lane's bias' (rows row0, row0 + 8 of its tile; keys 8 n + 2 q4, + 1), in the mma
@@ -366,40 +428,52 @@ attn_head_kernel(MmaArgs a) {
     if (w < a.nwin) issue(w, 0);
     for (; w < a.nwin; w += gridDim.x, b ^= 1) {
         head_next(issue, w, b, a.nwin);
-        const unsigned char *buf = smem + b * BUF, *rows = buf;   /* rows: the window's 16-bit Q, K, V */
-        if constexpr (Q8) {   /* the previous window's readers of the fp16 rows passed the loop's barrier */
-            head_dequant<HD, LD, HeadSmemQ8::kMatQ, HeadSmem::kMat, nthr>(smem + HeadSmemQ8::kComp, buf, deq, tid);
-            rows = smem + HeadSmemQ8::kComp;
-            __syncthreads();
-        }
-        const T *qs = reinterpret_cast<const T *>(rows), *ks = reinterpret_cast<const T *>(rows + HeadSmem::kMat);
-        const T *vs = reinterpret_cast<const T *>(rows + 2 * HeadSmem::kMat);
-        if constexpr (V2) {   /* 1 / |k| of the window's keys (pad keys: zero rows, never used) */
-            if (tid < HeadTiles::kMaxN)
-                reinterpret_cast<float *>(smem + RK)[tid] = inv_norm_row<HD, T>(ks + tid * LD);
-            __syncthreads();
-        }
-        if (warp < a.tiles) {
+        const unsigned char *buf = smem + b * BUF;
+        if constexpr (Q8) {
+            /* V's fp16 rows (the previous window's readers passed the loop's barrier), then every warp
+             * its query tile (a.tiles is kWarps: 49 to 64 tokens), the barrier before P V inside */
+            head_dequant<HD, LD, HeadSmemQ8::kMatQ, HeadSmem::kMat, nthr, 2, 1>(smem + HeadSmemQ8::kComp, buf, deq,
+                                                                              tid);
             const int mi = lane >> 3;
             int wy, wx;
             window_pos(g, w, &wy, &wx);
-            uint32_t qf[HD / 16][4];
-#pragma unroll
-            for (int kk = 0; kk < HD / 16; kk++)
-                ldsm_x4(qf[kk], qs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LD + kk * 16 +
-                                    (mi >> 1) * 8);
-            float rq0 = 1.0f, rq1 = 1.0f;   /* V2: 1 / |q| of rows row0, row0 + 8 */
-            if constexpr (V2) {
-                const float rq = inv_norm_row<HD, T>(qs + (warp * Tiles::kRows + (lane & 15)) * LD);
-                rq0 = __shfl_sync(0xffffffffu, rq, lane >> 2);
-                rq1 = __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
-            }
+            uint32_t qf[4];   /* rows 16 warp .. + 15, bytes 0-15 then 16-31 */
+            ldsm_x4(qf, buf + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * HD + (mi >> 1) * 16);
             T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
-            head_attend<T, V2>(qf, ks, vs, reinterpret_cast<const int *>(buf + 3 * MATB),
-                               reinterpret_cast<const float *>(smem + RK), rq0, rq1, bias,
-                               window_masked(g, wy, wx), hs, os, out, a, warp, lane);
+            head_attend_e4m3(qf, buf + HeadSmemQ8::kMatQ, reinterpret_cast<const __half *>(smem + HeadSmemQ8::kComp),
+                             reinterpret_cast<const int *>(buf + 3 * MATB), bias, window_masked(g, wy, wx), hs,
+                             reinterpret_cast<__half *>(os), reinterpret_cast<__half *>(out), a, warp, lane,
+                             [] { __syncthreads(); });
+        } else {
+            const T *qs = reinterpret_cast<const T *>(buf), *ks = reinterpret_cast<const T *>(buf + HeadSmem::kMat);
+            const T *vs = reinterpret_cast<const T *>(buf + 2 * HeadSmem::kMat);
+            if constexpr (V2) {   /* 1 / |k| of the window's keys (pad keys: zero rows, never used) */
+                if (tid < HeadTiles::kMaxN)
+                    reinterpret_cast<float *>(smem + RK)[tid] = inv_norm_row<HD, T>(ks + tid * LD);
+                __syncthreads();
+            }
+            if (warp < a.tiles) {
+                const int mi = lane >> 3;
+                int wy, wx;
+                window_pos(g, w, &wy, &wx);
+                uint32_t qf[HD / 16][4];
+#pragma unroll
+                for (int kk = 0; kk < HD / 16; kk++)
+                    ldsm_x4(qf[kk], qs + (warp * Tiles::kRows + (lane & 7) + (mi & 1) * 8) * LD + kk * 16 +
+                                        (mi >> 1) * 8);
+                float rq0 = 1.0f, rq1 = 1.0f;   /* V2: 1 / |q| of rows row0, row0 + 8 */
+                if constexpr (V2) {
+                    const float rq = inv_norm_row<HD, T>(qs + (warp * Tiles::kRows + (lane & 15)) * LD);
+                    rq0 = __shfl_sync(0xffffffffu, rq, lane >> 2);
+                    rq1 = __shfl_sync(0xffffffffu, rq, (lane >> 2) + 8);
+                }
+                T *out = reinterpret_cast<T *>(a.out) + (size_t)w * g.N * g.C + (size_t)h * HD;
+                head_attend<T, V2>(qf, ks, vs, reinterpret_cast<const int *>(buf + 3 * MATB),
+                                   reinterpret_cast<const float *>(smem + RK), rq0, rq1, bias,
+                                   window_masked(g, wy, wx), hs, os, out, a, warp, lane);
+            }
         }
-        __syncthreads();   // every warp is done with buffer b before the next iteration refills it
+        __syncthreads();   // every warp is done with buffer b (and Q8's V rows) before the next iteration
     }
 }
 

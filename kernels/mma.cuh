@@ -78,6 +78,20 @@ __device__ __forceinline__ void mma16816c<__nv_bfloat16>(float d[4], const uint3
                    "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
+/* d[4] = a[4] (16x32, row) * b (32x8, col) + c[4] on E4M3 bytes (4 a register, the lower k in the
+ * lower byte), fp32 accumulate: sm_89 and later (the launchers that use it check the device) */
+__device__ __forceinline__ void mma_e4m3_16832c(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                                const float c[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+    __trap();
+#endif
+}
+
 /* two floats -> packed pair (lo = a), and back */
 template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b);
 template <> __device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {

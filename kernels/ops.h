@@ -123,13 +123,16 @@ swin_status swin_window_attention_cuda(void *out, const void *qkv, const float *
                                        const float *scale, const swin_dims *d, swin_dtype dt,
                                        swin_attn_impl impl, const swin_q8_dst *q8, void *workspace, void *cublas,
                                        cudaStream_t st);
-/* The fused fp16 attention on q, k, v stored in E4M3 (FP8's qkv GEMM, swin_gemm_wgmma_fp8_out_cuda):
- * qkv_q [B*nW, N, 3C] E4M3 bytes, deq [3C] their per-channel scales (fp32 holding fp16 values,
- * src/fp8.h swin_fp8_qkv_scale; others are rounded to fp16); each value is dequantised
- * (e4m3 * deq[channel] in fp16) in shared memory and the window computed as
- * swin_window_attention_cuda's fp16 kernel does; out fp16 (and q8 as there). Only where
- * swin_window_attention_e4m3_supports: head_dim 32, windows of 49 to 64 tokens (7x7, 8x8), C a
- * multiple of 16, fp16, the head kernel not switched off (SWIN_ATTN_HEAD). */
+/* The fused fp16 attention (V1) on q, k, v stored in E4M3 (FP8's qkv GEMM,
+ * swin_gemm_wgmma_fp8_out_cuda): qkv_q [B*nW, N, 3C] E4M3 bytes, deq [3C] their scales as
+ * src/fp8.h swin_fp8_qkv_scales makes them. Head h's factor f = deq[h hd] deq[C + h hd] (its first
+ * channel's q and k scales); the scores are f (q bytes . k bytes), summed by FP8 MMAs (exact products,
+ * fp32 sums), then scale, bias and mask as swin_window_attention_cuda's fp16 kernel applies them
+ * (it with scale[h] f and q, k the bytes' values computes the same); v is dequantised (e4m3 *
+ * deq[2C + channel] in fp16, the scale rounded to fp16) for P V; out fp16 (and q8 as there). Only
+ * where swin_window_attention_e4m3_supports: V1, head_dim 32, windows of 49 to 64 tokens (7x7,
+ * 8x8), C a multiple of 16, fp16, a GPU with FP8 MMAs (compute capability 8.9 or later), the head
+ * kernel not switched off (SWIN_ATTN_HEAD). */
 int swin_window_attention_e4m3_supports(const swin_dims *d, swin_dtype dt);
 swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t *qkv_q, const float *deq,
                                             const float *bias_table, const float *scale, const swin_dims *d,

@@ -113,6 +113,16 @@ float swin_fp8_qkv_scale(float so) {
     return fminf(x, 65504.0f);
 }
 
+void swin_fp8_qkv_scales(const float *so, int C, int hd, float *out) {
+    for (int n = C; n < 3 * C; n++) out[n] = swin_fp8_qkv_scale(so[n]);
+    for (int c0 = 0; hd > 0 && c0 < C; c0 += hd) {
+        float f = 0.0f;
+        for (int c = c0; c < c0 + hd && c < C; c++) f = fmaxf(f, so[c] * out[C + c]);
+        f = fminf(fmaxf(f, 0x1p-100f), 0x1p100f);
+        for (int c = c0; c < c0 + hd && c < C; c++) out[c] = f / out[C + c];
+    }
+}
+
 int swin_fp8_qkv_e4m3_block(const swin_dims *d) {
     const int n = swin_dims_n(d);
     return qkv_e4m3_on() && d->version == 1 && d->head_dim == 32 && n >= 49 && n <= 64 && d->C % 16 == 0;

@@ -13,9 +13,13 @@
  *   input     s = the site's calibrated scale (scales file); xq[m,k] = e4m3(x[m,k] * (1 / s))
  *   output    y[m,n] = (sum_k xq[m,k] * wq[n,k]) * s * ws[n] + b[n] (+ residual)
  *   q, k, v   qkv sites with channel scales > 0 (in blocks of swin_fp8_qkv_e4m3_block's geometry):
- *             so[n] = swin_fp8_qkv_scale(the file's scale), yq[m,n] = e4m3(y[m,n] * (1 / so[n])),
- *             and attention reads e4m3_to_float(yq[m,n]) * so[n] (exact in fp32; on the GPU
- *             rounded to fp16 for the same fp16 attention)
+ *             so[n] = swin_fp8_qkv_scales(the file's scales), yq[m,n] = e4m3(y[m,n] * (1 / so[n])),
+ *             and attention reads e4m3_to_float(yq[m,n]) * so[n] (the CPU emulation, in fp32).
+ *             k and v: so[n] = swin_fp8_qkv_scale(the file's scale); q: so[c] = f[h] / so[k of c],
+ *             with one factor f a head, so that every product of a q and a k channel carries the
+ *             same f[h]: the GPU multiplies the raw E4M3 q and k bytes on FP8 tensor cores and the
+ *             sum by f[h] (kernels/attention_head.cuh), and dequantises v to fp16 (value times
+ *             its fp16 scale, rounded once)
  * with e4m3() rounding to nearest even and saturating to +-448 (CUDA's __NV_SATFINITE; NaN
  * stays NaN), 1 / s, 1 / ws[n] and 1 / so[n] computed in fp32, and the sum accumulated in fp32.
  * so[n] = margin * amax_out[n] / 448 (1 for an amax of 0) as for the input scales, amax_out[n]
@@ -96,6 +100,25 @@ int swin_fp8_scale_count(const swin_model *m);
  * a channel whose scale would be below 2^-14 has |values| < 448 2^-14 and still lands in
  * E4M3's normal range down to 2^-20. */
 float swin_fp8_qkv_scale(float so);
+/* A qkv site's q, k, v scales as both sides use them, out[3C] from the scales file's so[3C] (C
+ * channels each, heads of hd channels): k and v swin_fp8_qkv_scale(so); q, for a head h,
+ *   f[h] = max over its channels c of so[c] * out[C + c], clamped to [2^-100, 2^100]
+ *   out[c] = f[h] / out[C + c]
+ * in fp32. Why: attention's scores are sums over c of q[c] k[c]; with q's channel c quantised as
+ * q[c] k-scale[c] / f[h] (a value of at most the calibrated max |q[c]| k-scale[c] / f[h], so at most
+ * 448 / margin: f[h] is that product's largest so over the head), each product of bytes carries the
+ * one factor f[h], which the GPU applies once to the sum of byte products (an FP8 MMA) instead of
+ * dequantising q and k per channel. E4M3 keeps its 3 mantissa bits from 448 down to 2^-6, so the
+ * head's smaller channels lose no precision to the shared f until they are 2^14 below its largest
+ * (and then add < 2^-14 of the largest products). The GPU reads f[h] back as out[c] out[C + c]
+ * for the head's first channel c. out may be so (in place).
+ * Accuracy against per-channel q scales (the CPU emulation, swin verify --precision fp8 --device
+ * cpu on the 21 fixtures, default calibration, 2026-11-29): the 16 without a block of this geometry
+ * unchanged; the 5 V1 ones new / old 0.85 (ref_timm_v1_bf16, 0.078 -> 0.066) to 1.34
+ * (ref_hf_v1_v5names, 0.044 -> 0.059), geometric mean 1.06, where 16-bit q, k, v (SWIN_FP8_QKV=0)
+ * move the same fixtures as far either way (ref_hf_v1_v5names 0.056; ref_timm_v1_c96 0.015, against
+ * 0.018 old and 0.020 new): within the noise of random weights and two-image batches. */
+void swin_fp8_qkv_scales(const float *so, int C, int hd, float *out);
 int swin_fp8_qkv_e4m3_block(const swin_dims *d);
 /* "layers.1.blocks.0.mlp.fc2" into buf. */
 void swin_fp8_site_name(const swin_fp8_site *s, char *buf, size_t size);

@@ -92,10 +92,11 @@ swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swi
 #endif
 
 /* a qkv site's channel scales where it stores q, k, v in E4M3 (fp8.h swin_fp8_qkv_e4m3_block: as
- * the GPU does), else NULL */
-static const float *channel_scales(const swin_model *m, const swin_fp8_site *site, const float *scale) {
+ * the GPU does), else NULL; *hd its head_dim */
+static const float *channel_scales(const swin_model *m, const swin_fp8_site *site, const float *scale, int *hd) {
     if (site->out_off < 0 || !(scale[site->out_off] > 0.0f)) return NULL;
     const swin_dims d = swin_block_dims(m, site->stage, site->block, 1);
+    *hd = d.head_dim;
     return swin_fp8_qkv_e4m3_block(&d) ? scale + site->out_off : NULL;
 }
 
@@ -111,7 +112,8 @@ swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const 
     swin_carve(NULL, &off, sizeof(swin_fp8_linear_w) * (size_t)n);
     swin_carve(NULL, &off, sizeof(float) * xq);
     for (int i = 0; i < n; i++) {
-        size_t nk = (size_t)site[i].N * site[i].K, so = channel_scales(m, &site[i], scale) ? (size_t)site[i].N : 0;
+        int hd = 0;
+        size_t nk = (size_t)site[i].N * site[i].K, so = channel_scales(m, &site[i], scale, &hd) ? (size_t)site[i].N : 0;
         swin_carve(NULL, &off, sizeof(float) * (nk + (size_t)site[i].N + so));
         if (nk > most) most = nk;
     }
@@ -127,13 +129,13 @@ swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const 
     swin_fp8_linear_w *w = swin_carve(base, &off, sizeof(swin_fp8_linear_w) * (size_t)n);
     out->xq = swin_carve(base, &off, sizeof(float) * xq);
     for (int i = 0; i < n; i++) {
-        int N = site[i].N, K = site[i].K;
-        const float *so = channel_scales(m, &site[i], scale);
+        int N = site[i].N, K = site[i].K, hd = 0;
+        const float *so = channel_scales(m, &site[i], scale, &hd);
         float *wq = swin_carve(base, &off, sizeof(float) * ((size_t)N * K + (size_t)N + (so ? (size_t)N : 0)));
         float *ws = wq + (size_t)N * K, *out_s = so ? ws + N : NULL;
         swin_fp8_quantize_weights(site[i].w, N, K, q, ws);
         for (size_t k = 0; k < (size_t)N * K; k++) wq[k] = swin_e4m3_to_float(q[k]);
-        for (int j = 0; so && j < N; j++) out_s[j] = swin_fp8_qkv_scale(so[j]);
+        if (so) swin_fp8_qkv_scales(so, N / 3, hd, out_s);
         w[i] = (swin_fp8_linear_w){wq, ws, site[i].w->b, scale[i], out_s};
     }
     free(q);

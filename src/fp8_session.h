@@ -42,7 +42,7 @@ swin_status swin_fp8_engine_setup(swin_engine *e, const swin_model *m, const swi
 /* The CPU emulation: every site's weights quantised (swin_fp8_quantize_weights) and decoded to
  * float, with scale[i] as its input scale and, for a qkv site whose channel scales in scale[] are
  * > 0 in a block where fp8.h stores q, k, v in E4M3 (swin_fp8_qkv_e4m3_block), those scales as
- * used (swin_fp8_qkv_scale), and the xq scratch for max_batch, in one allocation
+ * used (swin_fp8_qkv_scales), and the xq scratch for max_batch, in one allocation
  * (*bytes) that swin_fp8_emulation_free releases. scale has swin_fp8_scale_count(m) entries; the
  * caller keeps it. */
 swin_status swin_fp8_emulation_create(const swin_model *m, int max_batch, const float *scale, swin_fp8_forward *out,

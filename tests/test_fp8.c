@@ -338,6 +338,39 @@ static void test_qkv_scale(void) {
     CHECK(bad == 0, "swin_fp8_qkv_scale: %d of %zu cases wrong", bad, sizeof C / sizeof C[0]);
 }
 
+/* swin_fp8_qkv_scales on two heads of 4 channels (C 8): k and v as swin_fp8_qkv_scale; q's
+ * products with k's scales one f a head (the largest file-scale product over the head, clamped), in
+ * place as in a copy; the clamps at 2^-100 and 2^100 */
+static void test_qkv_scales(void) {
+    enum { C = 8, HD = 4 };
+    float so[3 * C], out[3 * C], in_place[3 * C];
+    for (int i = 0; i < 3 * C; i++) so[i] = 0.01f * (float)(1 + (i * 7) % 11);
+    so[2] = 3.0f;   /* head 0's largest q scale; head 1's: whichever product is largest */
+    swin_fp8_qkv_scales(so, C, HD, out);
+    memcpy(in_place, so, sizeof so);
+    swin_fp8_qkv_scales(in_place, C, HD, in_place);
+    int bad = memcmp(out, in_place, sizeof out) != 0;
+    for (int n = C; n < 3 * C; n++) bad += out[n] != swin_fp8_qkv_scale(so[n]);
+    for (int h = 0; h < C / HD; h++) {
+        float f = 0.0f;
+        for (int c = h * HD; c < (h + 1) * HD; c++) f = fmaxf(f, so[c] * out[C + c]);
+        if (h == 0) bad += f != 3.0f * out[C + 2];
+        for (int c = h * HD; c < (h + 1) * HD; c++) {
+            bad += out[c] != f / out[C + c];
+            bad += fabsf(out[c] * out[C + c] - f) > 2e-7f * f;   /* the GPU's f[h]: out[c] out[C + c] */
+        }
+    }
+    CHECK(bad == 0, "swin_fp8_qkv_scales: %d values wrong", bad);
+    for (int i = 0; i < C; i++) so[i] = 1e-40f;   /* q scales whose products underflow, then overflow */
+    swin_fp8_qkv_scales(so, C, HD, out);
+    int lo = fabsf(out[0] * out[C] - 0x1p-100f) <= 0x1p-122f, fin = 1;
+    for (int i = 0; i < C; i++) so[i] = 3e38f;
+    swin_fp8_qkv_scales(so, C, HD, out);
+    for (int i = 0; i < 3 * C; i++) fin &= isfinite(out[i]) && out[i] > 0.0f && isfinite(1.0f / out[i]);
+    CHECK(lo && fin && fabsf(out[0] * out[C] - 0x1p100f) <= 0x1p78f, "swin_fp8_qkv_scales: f[h] not clamped to [2^-100, 2^100] (%g)",
+          (double)(out[0] * out[C]));
+}
+
 /* q, k, v in E4M3 (fp8.h swin_fp8_qkv_e4m3_block): a random V1 model of head_dim 32 in 7x7 windows
  * (every block of that geometry) and its V2 twin (none: V1 only), calibrated on random images:
  * the V1 emulation holds its own copy of each qkv site's channel scales and none for other
@@ -377,8 +410,10 @@ static void test_qkv_e4m3(void) {
                 if (site[i].kind != SWIN_SITE_QKV || version == 2) { copies &= !so; continue; }
                 qkv++;
                 copies &= so && (so < scale || so >= scale + count);
-                for (int j = 0; copies && j < site[i].N; j++)
-                    copies &= so[j] == swin_fp8_qkv_scale(scale[site[i].out_off + j]);
+                float *want = malloc((size_t)site[i].N * sizeof(float));
+                swin_fp8_qkv_scales(scale + site[i].out_off, site[i].N / 3, 32, want);
+                for (int j = 0; copies && j < site[i].N; j++) copies &= so[j] == want[j];
+                free(want);
             }
             CHECK(copies && (version == 2 || qkv == 4), "v%d: the emulation's channel scales: %s", version,
                   version == 1 ? "its own copy for each of the 4 qkv sites, none elsewhere" : "none (V2)");
@@ -411,6 +446,7 @@ int main(int argc, char **argv) {
     test_absmax_cols();
     test_forward(src);
     test_qkv_scale();
+    test_qkv_scales();
     test_qkv_e4m3();
     return tu_finish("test_fp8");
 }

@@ -67,13 +67,19 @@ def qkv_e4m3_block(blk):
     return c // blk.attn.num_heads == 32 and 49 <= ws[0] * ws[1] <= 64 and c % 16 == 0
 
 
-def round_trip_output(linear, out_scale):
+def round_trip_output(linear, out_scale, head_dim):
     """q, k, v in E4M3 (fp8.h): each output value y (fp32) becomes e4m3(y * (1 / so[n])) * so[n], so[n]
-    the file's scale clamped to fp16's normal range and rounded to fp16 (swin_fp8_qkv_scale)"""
+    as fp8.h swin_fp8_qkv_scales makes it from the file's scales: k's and v's clamped to fp16's normal
+    range and rounded to fp16 (swin_fp8_qkv_scale); q's f[h] / so[k of the channel], f[h] the largest
+    product of a q channel's file scale and its k channel's scale over the head, clamped to
+    [2^-100, 2^100], all in fp32"""
     so = torch.tensor(out_scale, dtype=torch.float32)
     if so.numel() != linear.out_features or not bool((so > 0).all()):
         raise Refusal(f"out_scale of {len(out_scale)} values, the qkv has {linear.out_features} outputs")
-    so = so.clamp(2.0 ** -14, 65504.0).half().float()   # fp8.h swin_fp8_qkv_scale: fp16 scales
+    c = so.numel() // 3
+    kv = so[c:].clamp(2.0 ** -14, 65504.0).half().float()   # fp8.h swin_fp8_qkv_scale: fp16 scales
+    f = (so[:c] * kv[:c]).view(-1, head_dim).amax(dim=1, keepdim=True).clamp(2.0 ** -100, 2.0 ** 100)
+    so = torch.cat([(f / kv[:c].view(-1, head_dim)).reshape(-1), kv])
     inv = 1.0 / so
 
     def quantise_output(module, args, out):   # the product in fp32, as fp8.h (and the GPU) take it
@@ -120,7 +126,7 @@ def main():
             make_site(mod, float(scales[name]["scale"]))
             out_scale = scales[name].get("out_scale")
             if blk is not None and out_scale is not None and qkv_e4m3_block(blk):
-                round_trip_output(mod, out_scale)
+                round_trip_output(mod, out_scale, blk.attn.qkv.in_features // blk.attn.num_heads)
                 rounded += 1
             names.append(name)
         if len(names) != len(scales):

@@ -67,7 +67,7 @@ static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K,
     d->site = site ? k->site++ : -1;
     d->K = K, d->N = N;
     d->q = NULL, d->ws = d->wsx = NULL, d->deq = NULL;
-    d->out_rel = -1, d->q8_out = 0, d->oq_cs = d->oq_deq = NULL, d->oq_b = NULL;
+    d->out_rel = -1, d->q8_out = 0, d->out_hd = 0, d->oq_cs = d->oq_deq = NULL, d->oq_b = NULL;
     if (site && e->fp8) {
         size_t off0 = k->off;
         d->q = swin_carve(k->base, &k->off, (size_t)N * K);
@@ -88,8 +88,9 @@ static void put_lin(walk *k, swin_dlin *d, const swin_linear_w *h, int N, int K,
 
 /* attn.qkv (just put): its output channels' place in the amax and scale arrays, and in an fp8
  * engine the vectors of its E4M3 output (swin_dlin.oq_*), set by swin_engine_set_fp8_scales */
-static void put_qkv_out(walk *k, swin_dlin *d) {
+static void put_qkv_out(walk *k, swin_dlin *d, int heads) {
     d->out_rel = k->out_ch;
+    d->out_hd = d->N / 3 / heads;
     k->out_ch += d->N;
     if (!k->e->fp8) return;
     size_t off0 = k->off;
@@ -143,7 +144,7 @@ static void walk_weights(walk *k) {
             int W2 = (2 * st->win_h - 1) * (2 * st->win_w - 1);
             put_ln(k, &db->norm1, &bw->norm1, C, "norm1");
             put_lin(k, &db->qkv, &bw->qkv, 3 * C, C, 1, "attn.qkv");
-            put_qkv_out(k, &db->qkv);
+            put_qkv_out(k, &db->qkv, bw->heads);
             put_lin(k, &db->proj, &bw->proj, C, C, 1, "attn.proj");
             put_ln(k, &db->norm2, &bw->norm2, C, "norm2");
             put_lin(k, &db->fc1, &bw->fc1, st->hidden, C, 1, "mlp.fc1");

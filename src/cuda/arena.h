@@ -38,8 +38,9 @@ typedef struct {
      * (src/fp8.h out_off; -1: not a qkv site). fp8 engines: q8_out when the scales give them
      * (swin_engine_set_fp8_scales), and then the GEMM writes q, k, v in E4M3 with oq_cs [N] and
      * oq_b [N] (fp16): the column scales and bias with the output scales' inverses folded in; the
-     * attention multiplies by oq_deq [N], the output scales (kernels/fp8.cu swin_fp8_fold_out_cuda) */
-    int out_rel, q8_out;
+     * attention reads oq_deq [N], the output scales (fp8.h swin_fp8_qkv_scales; kernels/fp8.cu
+     * swin_fp8_fold_out_cuda) */
+    int out_rel, q8_out, out_hd;   /* out_hd: qkv's head_dim (fp8.h swin_fp8_qkv_scales) */
     float *oq_cs, *oq_deq;
     void *oq_b;
 } swin_dlin;
@@ -164,7 +165,7 @@ struct swin_engine {
     int pdl;                    /* the ops launch with PDL here (swin_pdl_enabled, at setup) */
     int calib_forward;          /* an fp8 engine's forward in fp16 (its own calibration) */
     float *scale;               /* host [n_sites + n_out_ch] (the qkv channels' as used: fp8.h
-                                   swin_fp8_qkv_scale); NULL until swin_engine_set_fp8_scales */
+                                   swin_fp8_qkv_scales); NULL until swin_engine_set_fp8_scales */
 
     struct swin_pre_state *pre; /* GPU preprocessing scratch (images.c), NULL until first used */
     swin_async async;           /* async.c; its events and buffer are made on first use */

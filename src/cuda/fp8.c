@@ -55,7 +55,7 @@ swin_status swin_engine_lin_q(swin_engine *e, void *out, const swin_dlin *w, con
 }
 
 /* qkv site w's output scales so [N] (e->scale's, which outlives the copy): all > 0 (q, k, v in
- * E4M3: so becomes the scales as both sides use them, fp8.h swin_fp8_qkv_scale, and the folded
+ * E4M3: so becomes the scales as both sides use them, fp8.h swin_fp8_qkv_scales, and the folded
  * vectors are made from them on the device), or all 0 (16 bits); anything else is refused */
 static swin_status set_out_scales(swin_engine *e, swin_dlin *w, float *so) {
     int pos = 0;
@@ -70,7 +70,7 @@ static swin_status set_out_scales(swin_engine *e, swin_dlin *w, float *so) {
                          w->N - pos, w->N);
     w->q8_out = pos == w->N;
     if (!w->q8_out) return SWIN_OK;
-    for (int n = 0; n < w->N; n++) so[n] = swin_fp8_qkv_scale(so[n]);
+    swin_fp8_qkv_scales(so, w->N / 3, w->out_hd, so);
     SWIN_CUDA_TRY(cudaMemcpyAsync(w->oq_deq, so, (size_t)w->N * sizeof(float), cudaMemcpyHostToDevice, e->stream));
     return swin_fp8_fold_out_cuda(w->oq_cs, w->oq_b, w->wsx, w->b, w->oq_deq, w->N, e->stream);
 }
