@@ -357,13 +357,6 @@ static swin_status fuzz_fp8_scales(const uint8_t *d, size_t n) {
     if (st == SWIN_OK) {
         swin_fp8_forward f;
         st = swin_fp8_emulation_create(g_ref_model, 1, scale, &f, NULL);
-        for (int i = 0; st == SWIN_OK && i < sites; i++)   /* the q, k, v scales in use (swin_fp8_qkv_scales):
-                                                             * finite, > 0, with finite inverses */
-            for (int j = 0; f.sites[i].out_s && j < site[i].N; j++) {
-                const float so = f.sites[i].out_s[j];
-                if (!(isfinite(so) && so > 0.0f && isfinite(1.0f / so)))
-                    fprintf(stderr, "swin fuzz: site %d channel %d in use %g\n", i, j, so), abort();
-            }
         if (st == SWIN_OK) swin_fp8_emulation_free(&f);
     }
     free(scale), free(site);
