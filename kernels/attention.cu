@@ -593,7 +593,7 @@ extern "C" swin_status swin_window_attention_e4m3_cuda(void *out, const uint8_t 
     SWIN_TRY(device_limits(&sms, &optin));
     const Geom g = make_geom(d);
     MmaArgs a;
-    a.set(out, qkv_q, bias_table, scale, g, d->version == 2);
+    a.set(out, qkv_q, bias_table, scale, g, 0);   /* V1 (supports, above) */
     a.q8 = q;
     a.vb = access_bytes(g.hd, 2);
     a.tiles = g.npad / Tiles::kRows;
