@@ -54,7 +54,7 @@
  * products (src/fp8.h swin_fp8_qkv_scales). The CTA copies a window's bytes (half the fp16 rows'
  * traffic) into E4M3 staging buffers; once they have landed, each warp computes its scores straight
  * from the Q and K bytes with FP8 MMAs (m16n8k32: the whole head_dim in one, bias' = bias / (scale
- * f[h]) the accumulator's start) while the CTA dequantises V into fp16 rows (head_dequant: value
+ * f[h]) the accumulator's start) while the CTA dequantises V into fp16 rows (head_dequant_v: value
  * times its channel's fp16 scale, rounded once); after one barrier, P V as above. Given the bytes'
  * values as q and k, V's dequantised values and scale f[h], the fp16 kernel computes the same;
  * only the tensor cores' summation order of the exact products differs (test_gpu_attention's e4m3
@@ -176,23 +176,22 @@ __device__ __forceinline__ void head_issue(unsigned char *buf, const T *qkv, con
     }
 }
 
-/* the window's E4M3 rows of matrices M0 .. M0 + NM - 1 (src: Q, K, V, MATQ bytes apart) into fp16
- * rows (dst: matrix M0's, LD apart, matrices MAT bytes apart): value times its channel's scale (deq:
- * matrix M0's 32 scales, then the next's, fp16: src/fp8.h swin_fp8_qkv_scale), one HMUL2 a pair,
- * the exact product rounded once to fp16; pad rows arrive as zeros and stay zero. A thread takes
- * 16-byte chunks tid, tid + NTHR, ... (a chunk: 16 channels of one row of one matrix).
+/* the window's E4M3 rows of V (src: V's, rows HD bytes apart) into fp16 rows (dst, LD apart): value
+ * times its channel's scale (deq: V's HD scales, fp16: src/fp8.h swin_fp8_qkv_scale), one HMUL2 a
+ * pair, the exact product rounded once to fp16; pad rows arrive as zeros and stay zero. A thread
+ * takes 16-byte chunks tid, tid + NTHR, ... (a chunk: 16 channels of one row). Q and K stay E4M3
+ * (head_attend_e4m3's MMAs read their bytes).
  * Why fp16 scales: the first version multiplied in fp32 (widen, two FMULs, narrow: 6 instructions a
  * pair) and made the kernel slower than the fp16 one it feeds, its loads halved (H200, Swin-T fp8
  * batch 256, --breakdown: attention ops 1.428 against 1.236 ms). */
-template <int HD, int LD, int MATQ, int MAT, int NTHR, int M0 = 0, int NM = 3>
-__device__ __forceinline__ void head_dequant(unsigned char *dst, const unsigned char *src, const __half *deq, int tid) {
-    constexpr int CPR = HD / 16, CPM = HeadTiles::kMaxN * CPR;   // chunks a row, a matrix
-    src += M0 * MATQ;
+template <int HD, int LD, int NTHR>
+__device__ __forceinline__ void head_dequant_v(unsigned char *dst, const unsigned char *src, const __half *deq, int tid) {
+    constexpr int CPR = HD / 16, CPM = HeadTiles::kMaxN * CPR;   // chunks a row, the matrix
 #pragma unroll
-    for (int i = tid; i < NM * CPM; i += NTHR) {
-        const int m = i / CPM, r = (i % CPM) / CPR, c = (i % CPR) * 16;
-        const uint4 v = *reinterpret_cast<const uint4 *>(src + m * MATQ + r * HD + c);
-        const uint4 *sc = reinterpret_cast<const uint4 *>(deq + m * HD + c);
+    for (int i = tid; i < CPM; i += NTHR) {
+        const int r = i / CPR, c = (i % CPR) * 16;
+        const uint4 v = *reinterpret_cast<const uint4 *>(src + r * HD + c);
+        const uint4 *sc = reinterpret_cast<const uint4 *>(deq + c);
         const uint4 s0 = sc[0], s1 = sc[1];
         const uint32_t in[4] = {v.x, v.y, v.z, v.w}, sp[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
         uint32_t o[8];
@@ -204,7 +203,7 @@ __device__ __forceinline__ void head_dequant(unsigned char *dst, const unsigned 
                                        *reinterpret_cast<const __half2 *>(&sp[k]));
             o[k] = *reinterpret_cast<const uint32_t *>(&hv);
         }
-        uint4 *d = reinterpret_cast<uint4 *>(dst + m * MAT + (r * LD + c) * 2);
+        uint4 *d = reinterpret_cast<uint4 *>(dst + (r * LD + c) * 2);
         d[0] = make_uint4(o[0], o[1], o[2], o[3]);
         d[1] = make_uint4(o[4], o[5], o[6], o[7]);
     }
@@ -382,7 +381,7 @@ __device__ __forceinline__ void head_attend_e4m3(const uint32_t (&qf)[4], const 
 
 /* Q8 (V1, T = __half): q, k, v arrive in E4M3 (a.qkv bytes, a.deq their scales [3C], src/fp8.h
  * swin_fp8_qkv_scales); the scores are FP8 MMAs on the q and k bytes (head_attend_e4m3), and v is
- * dequantised into fp16 rows in shared memory once a window has landed (head_dequant) for P V */
+ * dequantised into fp16 rows in shared memory once a window has landed (head_dequant_v) for P V */
 template <typename T, bool V2, bool Q8 = false>
 __global__ void __launch_bounds__(HeadTiles::kWarps * 32, HeadTiles::kMinCtas)
 attn_head_kernel(MmaArgs a) {
@@ -432,8 +431,7 @@ attn_head_kernel(MmaArgs a) {
         if constexpr (Q8) {
             /* V's fp16 rows (the previous window's readers passed the loop's barrier), then every warp
              * its query tile (a.tiles is kWarps: 49 to 64 tokens), the barrier before P V inside */
-            head_dequant<HD, LD, HeadSmemQ8::kMatQ, HeadSmem::kMat, nthr, 2, 1>(smem + HeadSmemQ8::kComp, buf, deq,
-                                                                              tid);
+            head_dequant_v<HD, LD, nthr>(smem + HeadSmemQ8::kComp, buf + 2 * HeadSmemQ8::kMatQ, deq, tid);
             const int mi = lane >> 3;
             int wy, wx;
             window_pos(g, w, &wy, &wx);
