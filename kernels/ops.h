@@ -94,6 +94,14 @@ swin_status swin_window_reverse_residual_ln_cuda(void *x, void *out, const void 
 /* img is fp32 [B,3,H,W]; cols [B*gh*gw, 3*p*p] in dt; pixels outside the image read as 0 */
 swin_status swin_im2col_patch_cuda(void *cols, const float *img, int B, int H, int W, int p, int gh, int gw,
                                    swin_dtype dt, cudaStream_t st);
+/* The first three in one kernel (kernels/patch_embed.cu): x [B*(H/4)*(W/4), C] = LN(im2col(img) @
+ * w^T + bias), with the three ops' roundings (cols and the linear's output rounded to dt); w dt
+ * [C, 48], bias dt [C] or NULL, ln_w / ln_b fp32 [C]. Where supports says so: fp16 / bf16, patch
+ * 4, H and W multiples of 4, W <= 512, C a multiple of 16 up to 256 (else SWIN_ERR_UNSUPPORTED). */
+int swin_patch_embed_supports(int p, int H, int W, int C, swin_dtype dt);
+swin_status swin_patch_embed_cuda(void *x, const float *img, const void *w, const void *bias, const float *ln_w,
+                                  const float *ln_b, int B, int H, int W, int C, float eps, swin_dtype dt,
+                                  cudaStream_t st);
 /* pos is in dt */
 swin_status swin_add_pos_cuda(void *x, const void *pos, int B, int L, int C, swin_dtype dt, cudaStream_t st);
 /* x [B, H, W, C] -> out [B*ceil(H/2)*ceil(W/2), 4C]; an odd grid reads zeros past its edge;

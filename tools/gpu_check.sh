@@ -24,7 +24,7 @@
 #      default does not fuse it), and fp8 as is, with every FP8 linear layer on cuBLASLt
 #      (SWIN_GEMM_TMA_FP8=0) and with every one on the persistent TMA kernel (=1, at every size)
 #   5. compute-sanitizer: memcheck (with leak check) over one fp16 and one fp8 verify; racecheck and memcheck
-#      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_attention_proj, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold, test_gpu_post_ln,
+#      over test_gpu_attention, test_gpu_attention_qkv, test_gpu_attention_proj, test_gpu_gemm (our tensor-core GEMM's cases), test_gpu_fp8, test_gpu_mlp, test_gpu_lnfold, test_gpu_post_ln, test_gpu_patch_embed,
 #      test_gpu_preprocess,
 #      test_gpu_jpeg_exact and test_gpu_jpeg_huff, memcheck over test_gpu_pipeline, with SWIN_TEST_QUICK=1 (sanitizer.log)
 #   6. the summary table (also summary.txt): per fixture and precision the max abs error,
@@ -50,7 +50,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 dry=0 run_ctest=1 run_cpu_suite=1 run_verify=1 run_san=1 build="" out=${OUT:-gpu-check-out}
-san_tests="test_gpu_attention test_gpu_attention_qkv test_gpu_attention_proj test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_post_ln test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
+san_tests="test_gpu_attention test_gpu_attention_qkv test_gpu_attention_proj test_gpu_gemm test_gpu_fp8 test_gpu_mlp test_gpu_lnfold test_gpu_post_ln test_gpu_patch_embed test_gpu_preprocess test_gpu_jpeg_exact test_gpu_jpeg_huff test_gpu_pipeline"
 san_verify=1
 while [ $# -gt 0 ]; do
   case $1 in

@@ -2,7 +2,8 @@
  * on one stream, and CUDA graphs (one captured forward per batch size, replayed).
  *
  * The forward mirrors the CPU reference (src/forward_cpu.c) op for op:
- *   patch embed  im2col -> linear -> layernorm -> (+ abs pos)
+ *   patch embed  im2col -> linear -> layernorm -> (+ abs pos); in 16 bits one kernel for the
+ *                first three (kernels/patch_embed.cu)
  *   stage s      (s > 0) merge; then blocks (V1 pre-norm, V2 res-post-norm)
  *   head         ln_pool -> linear -> logits to fp32
  * Buffers (arena.h): x[cur] is the residual stream; tok, qkv and hid are scratch.
@@ -128,12 +129,29 @@ static swin_status lin(swin_engine *e, void *out, const void *in, const swin_dli
 
 // ---- patch embedding: im2col -> linear -> layernorm -> (+ absolute position)
 
+/* SWIN_PATCH_FUSED=0 in the environment (read once): the patch embedding as its three ops even
+ * where kernels/patch_embed.cu's one kernel takes it (16-bit data, patch 4, W <= 512, C a
+ * multiple of 16), so that the two are measured in one run. */
+static int patch_fused_on(void) {
+    static int on = -1;
+    if (on < 0) on = swin_env_on("SWIN_PATCH_FUSED", 1);
+    return on;
+}
+
 static swin_status patch_embed(swin_engine *e, int B) {
     const swin_config *c = &e->m->cfg;
     const swin_stage_w *s0 = &e->m->w.stages[0];
     int p = c->patch_size, C = c->embed_dim, L = s0->res_h * s0->res_w, M = B * L;
     const swin_dweights *w = &e->w;
     e->cur_stage = 0;
+    if (patch_fused_on() && swin_patch_embed_supports(p, c->img_h, c->img_w, C, e->dt) &&
+        s0->res_h == c->img_h / p && s0->res_w == c->img_w / p) {
+        OP(NORM, "patch embed", swin_patch_embed_cuda(e->x[0], e->input, w->patch.w, w->patch.b, w->patch_norm.w,
+                                                      w->patch_norm.b, B, c->img_h, c->img_w, C, c->ln_eps, e->dt,
+                                                      e->stream));
+        if (w->abs_pos) OP(OTHER, "abs pos", swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
+        return SWIN_OK;
+    }
     OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, c->img_h, c->img_w, p, s0->res_h,
                                                      s0->res_w, e->dt, e->stream));
     OP(GEMM, "patch linear", lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
