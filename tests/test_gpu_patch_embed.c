@@ -5,7 +5,9 @@
  * Shapes: Swin-T's (224 x 224, C 96: 56 patches a band, the last warp half full), SwinV2-T's (256,
  * four full warps), Swin-B 384's (C 128, six warps, over 48 KiB of shared memory), a rectangle, a
  * band of 9 patches with C 16 (two column tiles), the widest (W 512, C 256: eight warps, 32 column
- * tiles), no bias, and a batch of 32 Swin-T images; fp16 and bf16. Inputs are random, x is
+ * tiles), no bias, 12 and 32 Swin-T images (more bands than the persistent kernel's CTAs: each
+ * takes several); fp16 and bf16. test_gpu_patch_embed_band runs it all with a CTA a band
+ * (SWIN_PATCH_WALK=0). Inputs are random, x is
  * poisoned with NaN before each launch (an element not written fails), guard zone after x.
  * Tolerances relative to max|ref|: fp16 2e-3, bf16 1.6e-2 (gpu_testutil.h). Refusals: fp32, C not a
  * multiple of 16 or above 256, H or W not a multiple of 4, W above 512, NULL and misaligned
@@ -36,6 +38,7 @@ static const pcase cases[] = {
     {2, 20, 36, 16, 1, 0},     /* 9 patches a band, C 16 */
     {1, 8, 512, 256, 1, 0},    /* the widest: 8 warps, 32 column tiles */
     {2, 64, 64, 32, 0, 0},     /* no bias */
+    {12, 224, 224, 96, 1, 0},  /* 672 bands: past 4 CTAs an SM of 132 SMs, so walking CTAs take two */
     {32, 224, 224, 96, 1, 1},  /* a batch */
 };
 
