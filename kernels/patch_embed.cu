@@ -38,8 +38,10 @@
  * read the band one float4 a thread at a time: 0.195 ms in another run) nor fetching w once a
  * CTA instead of once a band (0.198 -> 0.185) is what holds it: 0.185 ms is 6.8 us a band per
  * CTA (528 CTAs, 4 an SM, for 14,336 bands), the loads of one band ahead covering about 48 KB an
- * SM. Not profiled; the next step is more bytes in flight: the band's rows (three runs of 4 W
- * contiguous floats) by bulk copies into a ring of shared-memory stages, converted from there.
+ * SM. Not profiled; next steps: more bytes in flight (the band's rows, three runs of 4 W
+ * contiguous floats, by bulk copies into a ring of shared-memory stages, converted from there),
+ * and fewer instructions a band (band_load and band_store divide by gw for each float4: 12
+ * integer divisions a thread a band for offsets that are the same every band).
  * Shared memory: A and w rows of 56 elements (48 + 8: ldmatrix's 8 rows hit 8 different 16-byte
  * bank groups), the staging rows C + 8 elements apart.
  * Test: tests/test_gpu_patch_embed.c (against the CPU layers: im2col, linear, rounding, LayerNorm;
