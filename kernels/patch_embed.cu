@@ -146,9 +146,7 @@ __device__ __forceinline__ void band_out(T *__restrict__ x, const T *A, const T 
         acc[j][2] = round_as<T>(acc[j][2] + bv.x), acc[j][3] = round_as<T>(acc[j][3] + bv.y);
         s0 += acc[j][0] + acc[j][1], s1 += acc[j][2] + acc[j][3];
     }
-    s0 += __shfl_xor_sync(0xffffffffu, s0, 1), s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
-    s0 += __shfl_xor_sync(0xffffffffu, s0, 2), s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
-    const float m0 = s0 / (float)C, m1 = s1 / (float)C;
+    const float m0 = swin_quad_sum(s0) / (float)C, m1 = swin_quad_sum(s1) / (float)C;
     float v0 = 0.0f, v1 = 0.0f;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -158,9 +156,7 @@ __device__ __forceinline__ void band_out(T *__restrict__ x, const T *A, const T 
         d = acc[j][2] - m1, v1 += d * d;
         d = acc[j][3] - m1, v1 += d * d;
     }
-    v0 += __shfl_xor_sync(0xffffffffu, v0, 1), v1 += __shfl_xor_sync(0xffffffffu, v1, 1);
-    v0 += __shfl_xor_sync(0xffffffffu, v0, 2), v1 += __shfl_xor_sync(0xffffffffu, v1, 2);
-    const float r0 = rsqrtf(v0 / (float)C + eps), r1 = rsqrtf(v1 / (float)C + eps);
+    const float r0 = rsqrtf(swin_quad_sum(v0) / (float)C + eps), r1 = rsqrtf(swin_quad_sum(v1) / (float)C + eps);
     T *o = O + (warp * 16 + (lane >> 2)) * S::kLdo + q;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -230,13 +226,14 @@ swin_status launch(T *x, const float *img, const T *w, const T *bias, const floa
         SWIN_CUDA_TRY(cudaFuncSetAttribute(patch_embed_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
     int grid = bands;
-    if (walk_on()) {   /* as many CTAs as fit at once */
-        int dev = 0, sms = 0, per_sm = 0;
-        SWIN_CUDA_TRY(cudaGetDevice(&dev));
-        SWIN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        SWIN_CUDA_TRY(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, patch_embed_kernel<T, NT>, 32 * warps, smem));
-        grid = min(bands, max(1, per_sm) * sms);
+    if (walk_on()) {   /* as many CTAs as fit at once (asked once per width in warps, as attention.cu does) */
+        static int per_sm[kMaxW / 64 + 1];
+        int sms = 0;
+        SWIN_TRY(swin_device_sms(&sms));
+        if (!per_sm[warps])
+            SWIN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[warps], patch_embed_kernel<T, NT>,
+                                                                        32 * warps, smem));
+        grid = min(bands, max(1, per_sm[warps]) * sms);
     }
     swin_launch(patch_embed_kernel<T, NT>, (unsigned)grid, (unsigned)(32 * warps), smem, st, x, img, w, bias, ln_w,
                 ln_b, bands, H, W, eps);

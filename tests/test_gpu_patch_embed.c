@@ -79,41 +79,42 @@ static void run_case(const pcase *k, int dt) {
     free(img), free(cols), free(w), free(b), free(g), free(be), free(y), free(ref), free(got);
 }
 
-static void expect(const char *what, swin_status st, swin_status want) {
-    CHECK(st == want, "%s: status %d, expected %d (%s)", what, (int)st, (int)want, swin_last_error());
-    if (st == want) printf("ok   refused: %-34s %s\n", what, swin_last_error());
-}
+/* a call the op refuses: its geometry, which pointer is NULL or off (0 none, 1 img NULL, 2 ln_b
+ * NULL, 3 x 2 bytes off 16-byte alignment) and the status it must return */
+typedef struct {
+    const char *what;
+    int dt, B, H, W, C, bad;
+    swin_status want;
+} refusal;
+
+static const refusal refused[] = {
+    {"fp32 data", SWIN_DT_F32, 1, 64, 64, 32, 0, SWIN_ERR_UNSUPPORTED},
+    {"C 8", SWIN_DT_F16, 1, 64, 64, 8, 0, SWIN_ERR_UNSUPPORTED},
+    {"C 272", SWIN_DT_F16, 1, 4, 4, 272, 0, SWIN_ERR_UNSUPPORTED},
+    {"H 62", SWIN_DT_F16, 1, 62, 64, 32, 0, SWIN_ERR_UNSUPPORTED},
+    {"W 516", SWIN_DT_F16, 1, 4, 516, 32, 0, SWIN_ERR_UNSUPPORTED},
+    {"batch 0", SWIN_DT_F16, 0, 64, 64, 32, 0, SWIN_ERR_ARGUMENT},
+    {"NULL img", SWIN_DT_F16, 1, 64, 64, 32, 1, SWIN_ERR_ARGUMENT},
+    {"NULL ln bias", SWIN_DT_F16, 1, 64, 64, 32, 2, SWIN_ERR_ARGUMENT},
+    {"x misaligned", SWIN_DT_F16, 1, 64, 64, 32, 3, SWIN_ERR_ARGUMENT},
+};
 
 static void refusals(void) {
     tg_buf x = tg_alloc(64 * 256, 1), img = tg_alloc(3 * 64 * 64, 0), w = tg_alloc(256 * 48, 1), g = tg_alloc(256, 0);
     tg_poison(&x);
-    const swin_dtype f16 = SWIN_DT_F16;
-    expect("fp32 data", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 1, 64, 64, 32, 1e-5f, SWIN_DT_F32, 0),
-           SWIN_ERR_UNSUPPORTED);
-    expect("C 8", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 1, 64, 64, 8, 1e-5f, f16, 0),
-           SWIN_ERR_UNSUPPORTED);
-    expect("C 272", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 1, 4, 4, 272, 1e-5f, f16, 0),
-           SWIN_ERR_UNSUPPORTED);
-    expect("H 62", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 1, 62, 64, 32, 1e-5f, f16, 0),
-           SWIN_ERR_UNSUPPORTED);
-    expect("W 516", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 1, 4, 516, 32, 1e-5f, f16, 0),
-           SWIN_ERR_UNSUPPORTED);
-    expect("batch 0", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, g.p, 0, 64, 64, 32, 1e-5f, f16, 0),
-           SWIN_ERR_ARGUMENT);
-    expect("NULL img", swin_patch_embed_cuda(x.p, NULL, w.p, NULL, g.p, g.p, 1, 64, 64, 32, 1e-5f, f16, 0),
-           SWIN_ERR_ARGUMENT);
-    expect("NULL ln bias", swin_patch_embed_cuda(x.p, img.p, w.p, NULL, g.p, NULL, 1, 64, 64, 32, 1e-5f, f16, 0),
-           SWIN_ERR_ARGUMENT);
-    expect("x misaligned", swin_patch_embed_cuda((char *)x.p + 2, img.p, w.p, NULL, g.p, g.p, 1, 64, 64, 32, 1e-5f,
-                                                 f16, 0),
-           SWIN_ERR_ARGUMENT);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const refusal *r = &refused[i];
+        swin_status st = swin_patch_embed_cuda(r->bad == 3 ? (char *)x.p + 2 : x.p, r->bad == 1 ? NULL : img.p, w.p,
+                                               NULL, g.p, r->bad == 2 ? NULL : g.p, r->B, r->H, r->W, r->C, 1e-5f,
+                                               (swin_dtype)r->dt, 0);
+        CHECK(st == r->want, "%s: status %d, expected %d (%s)", r->what, (int)st, (int)r->want, swin_last_error());
+        if (st == r->want) printf("ok   refused: %-34s %s\n", r->what, swin_last_error());
+    }
     CHECK(tg_sync_ok("refusals"), "refusals: CUDA error");
-    float probe[4];
-    cudaMemcpy(probe, x.p, sizeof probe, cudaMemcpyDeviceToHost);
-    unsigned char nan_bytes[16];
-    memcpy(nan_bytes, probe, 16);
+    unsigned char head[16];   /* x's first bytes: still the poison */
+    cudaMemcpy(head, x.p, sizeof head, cudaMemcpyDeviceToHost);
     int untouched = 1;
-    for (int i = 0; i < 16; i++) untouched &= nan_bytes[i] == 0xFF;
+    for (size_t i = 0; i < sizeof head; i++) untouched &= head[i] == 0xFF;
     CHECK(untouched, "a refused call wrote x");
     tg_buf *all[] = {&x, &img, &w, &g};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tg_free(all[i]);

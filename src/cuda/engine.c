@@ -144,19 +144,18 @@ static swin_status patch_embed(swin_engine *e, int B) {
     int p = c->patch_size, C = c->embed_dim, L = s0->res_h * s0->res_w, M = B * L;
     const swin_dweights *w = &e->w;
     e->cur_stage = 0;
-    if (patch_fused_on() && swin_patch_embed_supports(p, c->img_h, c->img_w, C, e->dt) &&
-        s0->res_h == c->img_h / p && s0->res_w == c->img_w / p) {
+    if (patch_fused_on() && swin_patch_embed_supports(p, c->img_h, c->img_w, C, e->dt)) {
+        /* its sides are multiples of the patch, so the grid is img / p in either layout */
         OP(NORM, "patch embed", swin_patch_embed_cuda(e->x[0], e->input, w->patch.w, w->patch.b, w->patch_norm.w,
                                                       w->patch_norm.b, B, c->img_h, c->img_w, C, c->ln_eps, e->dt,
                                                       e->stream));
-        if (w->abs_pos) OP(OTHER, "abs pos", swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
-        return SWIN_OK;
+    } else {
+        OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, c->img_h, c->img_w, p, s0->res_h,
+                                                         s0->res_w, e->dt, e->stream));
+        OP(GEMM, "patch linear", lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
+        OP(NORM, "patch norm", swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C,
+                                                   c->ln_eps, e->dt, e->stream));
     }
-    OP(OTHER, "patch im2col", swin_im2col_patch_cuda(e->hid, e->input, B, c->img_h, c->img_w, p, s0->res_h,
-                                                     s0->res_w, e->dt, e->stream));
-    OP(GEMM, "patch linear", lin(e, e->tok, e->hid, &w->patch, NULL, M, 3 * p * p, C, SWIN_ACT_NONE));
-    OP(NORM, "patch norm", swin_layernorm_cuda(e->x[0], e->tok, w->patch_norm.w, w->patch_norm.b, M, C, c->ln_eps,
-                                 e->dt, e->stream));
     if (w->abs_pos) OP(OTHER, "abs pos", swin_add_pos_cuda(e->x[0], w->abs_pos, B, L, C, e->dt, e->stream));
     return SWIN_OK;
 }
